@@ -1,0 +1,46 @@
+package v1alpha1
+
+// Condition types of a Database.
+const (
+	// ConditionAvailable is True when the primary accepts connections through
+	// the read-write Service.
+	ConditionAvailable = "Available"
+	// ConditionProgressing is True while dbpilot moves the Database towards
+	// its spec (creating, scaling, rolling a tier or version change).
+	ConditionProgressing = "Progressing"
+	// ConditionDegraded is True when something needs a person: pods not ready
+	// for long, invalid credentials, a failed step.
+	ConditionDegraded = "Degraded"
+	// ConditionAutopilotReady is True when the auto-pilot has fresh, complete
+	// metrics to decide on.
+	ConditionAutopilotReady = "AutopilotReady"
+	// ConditionBackupSucceeded reports the outcome of the last backup.
+	ConditionBackupSucceeded = "BackupSucceeded"
+)
+
+// Condition reasons of a Database.
+const (
+	ReasonAllReplicasReady    = "AllReplicasReady"
+	ReasonPrimaryReady        = "PrimaryReady"
+	ReasonPrimaryNotReady     = "PrimaryNotReady"
+	ReasonReplicasNotReady    = "ReplicasNotReady"
+	ReasonCreating            = "Creating"
+	ReasonScaling             = "Scaling"
+	ReasonRollingUpdate       = "RollingUpdate"
+	ReasonReconciled          = "Reconciled"
+	ReasonPaused              = "Paused"
+	ReasonCredentialsInvalid  = "CredentialsInvalid"
+	ReasonReconcileFailed     = "ReconcileFailed"
+	ReasonAsExpected          = "AsExpected"
+	ReasonVolumeNotExpandable = "VolumeNotExpandable"
+)
+
+// Event reasons recorded on a Database.
+const (
+	EventReasonScaled         = "Scaled"
+	EventReasonTierChanged    = "TierChanged"
+	EventReasonUpgraded       = "Upgraded"
+	EventReasonDegraded       = "Degraded"
+	EventReasonVolumeRetained = "VolumesRetained"
+	EventReasonVolumeDeleted  = "VolumesDeleted"
+)

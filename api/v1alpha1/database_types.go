@@ -1,0 +1,266 @@
+package v1alpha1
+
+import (
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Engine names a database engine.
+// +kubebuilder:validation:Enum=postgres;mysql;mariadb
+type Engine string
+
+// The engines dbpilot runs.
+const (
+	EnginePostgres Engine = "postgres"
+	EngineMySQL    Engine = "mysql"
+	EngineMariaDB  Engine = "mariadb"
+)
+
+// Tier names a resource class: CPU and memory for each pod, and the engine
+// tuning that goes with them (see TierTable).
+// +kubebuilder:validation:Enum=small;medium;large;xlarge;"2xlarge"
+type Tier string
+
+// The tiers, smallest first.
+const (
+	TierSmall   Tier = "small"
+	TierMedium  Tier = "medium"
+	TierLarge   Tier = "large"
+	TierXLarge  Tier = "xlarge"
+	Tier2XLarge Tier = "2xlarge"
+)
+
+// DeletionPolicy says what happens to a Database's volumes when it is deleted.
+// +kubebuilder:validation:Enum=Retain;Delete
+type DeletionPolicy string
+
+// The deletion policies.
+const (
+	// DeletionPolicyRetain keeps the PersistentVolumeClaims, labelled with the
+	// Database they came from, so the data can be found and reused.
+	DeletionPolicyRetain DeletionPolicy = "Retain"
+	// DeletionPolicyDelete removes the PersistentVolumeClaims with the Database.
+	DeletionPolicyDelete DeletionPolicy = "Delete"
+)
+
+// AutopilotMode says how far the auto-pilot may go.
+// +kubebuilder:validation:Enum=Off;Recommend;Auto
+type AutopilotMode string
+
+// The auto-pilot modes.
+const (
+	// AutopilotOff disables the auto-pilot and clears its status.
+	AutopilotOff AutopilotMode = "Off"
+	// AutopilotRecommend records decisions in status without acting on them.
+	AutopilotRecommend AutopilotMode = "Recommend"
+	// AutopilotAuto acts on decisions within the bounds of spec.autopilot.
+	AutopilotAuto AutopilotMode = "Auto"
+)
+
+// Database is a PostgreSQL, MySQL or MariaDB database run by dbpilot: one
+// primary and zero or more replicas, sized by a tier, optionally scaled by the
+// auto-pilot within the bounds its owner sets.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.replicas,selectorpath=.status.selector
+// +kubebuilder:resource:shortName=db,categories=all
+// +kubebuilder:printcolumn:name="Engine",type=string,JSONPath=`.spec.engine`
+// +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.version`
+// +kubebuilder:printcolumn:name="Tier",type=string,JSONPath=`.status.tier`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.ready`
+// +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+// +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 40",message="metadata.name must be at most 40 characters: it prefixes the names of the Database's Services, StatefulSet and Pods"
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must start with a letter and contain only lowercase letters, digits and '-': it names the Database's Services"
+type Database struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec is the desired state of the Database, written by its owner.
+	// +required
+	Spec DatabaseSpec `json:"spec"`
+
+	// status is the observed state of the Database, written by dbpilot.
+	// +optional
+	Status DatabaseStatus `json:"status,omitempty"`
+}
+
+// DatabaseList is a list of Databases.
+// +kubebuilder:object:root=true
+type DatabaseList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Database `json:"items"`
+}
+
+// DatabaseSpec is the desired state of a Database.
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.version) || has(self.version)",message="spec.version cannot be removed once set"
+// +kubebuilder:validation:XValidation:rule="!has(self.version) || !isSemver(self.version, true) || (self.engine == 'postgres' ? semver(self.version, true).major() >= 13 && semver(self.version, true).major() <= 17 : self.engine == 'mysql' ? semver(self.version, true).major() == 8 : semver(self.version, true).major() in [10, 11])",message="spec.version is not a supported version of spec.engine (postgres 13-17, mysql 8.x, mariadb 10.x and 11.x)"
+// +kubebuilder:validation:XValidation:rule="!has(self.version) || !has(oldSelf.version) || !isSemver(self.version, true) || !isSemver(oldSelf.version, true) || semver(self.version, true).compareTo(semver(oldSelf.version, true)) >= 0",message="spec.version cannot be downgraded: restore a backup into a new Database to go back to an older version"
+// +kubebuilder:validation:XValidation:rule="!has(self.version) || !has(oldSelf.version) || !isSemver(self.version, true) || !isSemver(oldSelf.version, true) || semver(self.version, true).major() == semver(oldSelf.version, true).major()",message="spec.version: major version upgrades are not done in place; restore a backup into a new Database running the new major version"
+// +kubebuilder:validation:XValidation:rule="has(oldSelf.version) || !has(self.version) || !isSemver(self.version, true) || semver(self.version, true).major() == (self.engine == 'postgres' ? 16 : self.engine == 'mysql' ? 8 : 11)",message="spec.version: setting a version of another major than the engine's default (postgres 16, mysql 8, mariadb 11) is a major upgrade, which is not done in place"
+// +kubebuilder:validation:XValidation:rule="has(oldSelf.credentialsSecretName) == has(self.credentialsSecretName) && (!has(self.credentialsSecretName) || self.credentialsSecretName == oldSelf.credentialsSecretName)",message="spec.credentialsSecretName is immutable: the running database keeps the credentials it was created with"
+// +kubebuilder:validation:XValidation:rule="!has(self.autopilot) || self.autopilot.mode == 'Off' || !has(self.autopilot.replicas) || (self.replicas >= self.autopilot.replicas.min && self.replicas <= self.autopilot.replicas.max)",message="spec.replicas must lie within spec.autopilot.replicas.min and max while the auto-pilot is on"
+// +kubebuilder:validation:XValidation:rule="!has(self.autopilot) || self.autopilot.mode == 'Off' || !has(self.autopilot.tiers) || ({'small': 0, 'medium': 1, 'large': 2, 'xlarge': 3, '2xlarge': 4}[self.tier] >= {'small': 0, 'medium': 1, 'large': 2, 'xlarge': 3, '2xlarge': 4}[self.autopilot.tiers.min] && {'small': 0, 'medium': 1, 'large': 2, 'xlarge': 3, '2xlarge': 4}[self.tier] <= {'small': 0, 'medium': 1, 'large': 2, 'xlarge': 3, '2xlarge': 4}[self.autopilot.tiers.max])",message="spec.tier must lie within spec.autopilot.tiers.min and max while the auto-pilot is on"
+// +kubebuilder:validation:XValidation:rule="!has(self.autopilot) || !has(self.autopilot.storage) || !has(self.autopilot.storage.maxSize) || quantity(string(self.autopilot.storage.maxSize)).compareTo(quantity(string(self.storage.size))) >= 0",message="spec.autopilot.storage.maxSize must not be smaller than spec.storage.size"
+type DatabaseSpec struct {
+	// engine is the database engine: postgres, mysql or mariadb. It cannot be
+	// changed after creation.
+	// +required
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.engine is immutable: create a new Database and migrate the data"
+	Engine Engine `json:"engine"`
+
+	// version is the engine version, as "MAJOR", "MAJOR.MINOR" or
+	// "MAJOR.MINOR.PATCH" (for example "16", "16.4", "8.4", "11.4"). When unset,
+	// the engine's default version is used (postgres 16, mysql 8.4, mariadb
+	// 11.4). Raising the minor version rolls the pods, replicas first; a major
+	// version change or a downgrade is rejected.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]+){0,2}$`
+	// +kubebuilder:validation:MaxLength=16
+	Version string `json:"version,omitempty"`
+
+	// replicas is the number of pods: one primary plus replicas-1 streaming
+	// replicas. When the auto-pilot is in Auto mode it decides the number within
+	// spec.autopilot.replicas, and this value is the fallback.
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=16
+	Replicas *int32 `json:"replicas,omitempty"`
+
+	// tier is the resource class of every pod: small, medium, large, xlarge or
+	// 2xlarge. It sets CPU and memory requests and limits and tunes the engine
+	// (buffers, caches, max connections) to match. A change rolls the pods,
+	// replicas first.
+	// +optional
+	// +kubebuilder:default=small
+	Tier Tier `json:"tier,omitempty"`
+
+	// storage is the volume of each pod. It can grow but never shrink.
+	// +required
+	Storage StorageSpec `json:"storage"`
+
+	// credentialsSecretName names an existing Secret in the Database's namespace
+	// holding the keys username, password and superuser-password. When unset,
+	// dbpilot generates a Secret named <name>-credentials once and never
+	// regenerates it. It cannot be changed after creation.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	CredentialsSecretName string `json:"credentialsSecretName,omitempty"`
+
+	// backup schedules backups of the Database.
+	// +optional
+	Backup *BackupSpec `json:"backup,omitempty"`
+
+	// autopilot lets dbpilot move replicas, tier and storage within bounds from
+	// Prometheus metrics.
+	// +optional
+	Autopilot *AutopilotSpec `json:"autopilot,omitempty"`
+
+	// deletionPolicy says what happens to the volumes when the Database is
+	// deleted: Retain (the default) keeps the PersistentVolumeClaims and labels
+	// them with the Database's name; Delete removes them. Scaling down never
+	// deletes a volume.
+	// +optional
+	// +kubebuilder:default=Retain
+	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
+
+	// paused stops dbpilot from changing anything for this Database until it is
+	// set back to false. Status is still reported.
+	// +optional
+	Paused bool `json:"paused,omitempty"`
+}
+
+// StorageSpec is the persistent volume of each pod.
+// +kubebuilder:validation:XValidation:rule="quantity(string(self.size)).compareTo(quantity(string(oldSelf.size))) >= 0",message="spec.storage.size cannot shrink: volumes can only grow"
+// +kubebuilder:validation:XValidation:rule="has(self.storageClassName) == has(oldSelf.storageClassName) && (!has(self.storageClassName) || self.storageClassName == oldSelf.storageClassName)",message="spec.storage.storageClassName is immutable"
+type StorageSpec struct {
+	// size is the capacity of each pod's volume, for example 20Gi. It can grow
+	// (when the StorageClass allows volume expansion) but never shrink.
+	// +required
+	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).compareTo(quantity('1Mi')) >= 0",message="spec.storage.size must be at least 1Mi"
+	Size resource.Quantity `json:"size"`
+
+	// storageClassName is the StorageClass of the volumes; the cluster's default
+	// StorageClass when unset. It cannot be changed after creation.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	StorageClassName *string `json:"storageClassName,omitempty"`
+}
+
+// BackupSpec schedules backups. Backups themselves are taken by a later
+// release of dbpilot; the fields are accepted and validated now.
+type BackupSpec struct {
+	// schedule is when backups run, in cron format ("minute hour day-of-month
+	// month day-of-week", for example "0 */6 * * *") or a macro such as @daily.
+	// +required
+	// +kubebuilder:validation:MaxLength=100
+	// +kubebuilder:validation:Pattern=`^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)|(\*|[0-5]?[0-9](-[0-5]?[0-9])?)(/[0-9]+)?(,(\*|[0-5]?[0-9](-[0-5]?[0-9])?)(/[0-9]+)?)* +(\*|(1?[0-9]|2[0-3])(-(1?[0-9]|2[0-3]))?)(/[0-9]+)?(,(\*|(1?[0-9]|2[0-3])(-(1?[0-9]|2[0-3]))?)(/[0-9]+)?)* +(\*|\?|([1-9]|[12][0-9]|3[01])(-([1-9]|[12][0-9]|3[01]))?)(/[0-9]+)?(,(\*|([1-9]|[12][0-9]|3[01])(-([1-9]|[12][0-9]|3[01]))?)(/[0-9]+)?)* +(\*|([1-9]|1[0-2]|[A-Za-z]{3})(-([1-9]|1[0-2]|[A-Za-z]{3}))?)(/[0-9]+)?(,(\*|([1-9]|1[0-2]|[A-Za-z]{3})(-([1-9]|1[0-2]|[A-Za-z]{3}))?)(/[0-9]+)?)* +(\*|\?|([0-7]|[A-Za-z]{3})(-([0-7]|[A-Za-z]{3}))?)(/[0-9]+)?(,(\*|([0-7]|[A-Za-z]{3})(-([0-7]|[A-Za-z]{3}))?)(/[0-9]+)?)*)$`
+	Schedule string `json:"schedule"`
+
+	// retention is how many successful backups are kept.
+	// +optional
+	// +kubebuilder:default=7
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
+	Retention int32 `json:"retention,omitempty"`
+
+	// destination is where backups are written.
+	// +required
+	Destination BackupDestination `json:"destination"`
+}
+
+// BackupDestination is where backups go: exactly one of s3 or volume.
+// +kubebuilder:validation:XValidation:rule="has(self.s3) != has(self.volume)",message="spec.backup.destination must set exactly one of s3 or volume"
+type BackupDestination struct {
+	// s3 writes backups to an S3-compatible object store.
+	// +optional
+	S3 *S3Destination `json:"s3,omitempty"`
+
+	// volume writes backups to an existing PersistentVolumeClaim.
+	// +optional
+	Volume *VolumeDestination `json:"volume,omitempty"`
+}
+
+// S3Destination is a bucket in an S3-compatible object store.
+type S3Destination struct {
+	// bucket is the bucket name.
+	// +required
+	// +kubebuilder:validation:MinLength=3
+	// +kubebuilder:validation:MaxLength=63
+	Bucket string `json:"bucket"`
+
+	// prefix is prepended to every object key; the Database's namespace and
+	// name when unset.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	Prefix string `json:"prefix,omitempty"`
+
+	// endpoint is the URL of the object store, for stores other than AWS S3.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^https?://`
+	// +kubebuilder:validation:MaxLength=2048
+	Endpoint string `json:"endpoint,omitempty"`
+
+	// region is the bucket's region.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	Region string `json:"region,omitempty"`
+
+	// credentialsSecretName names a Secret in the Database's namespace with the
+	// keys access-key-id and secret-access-key.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	CredentialsSecretName string `json:"credentialsSecretName"`
+}
+
+// VolumeDestination is an existing PersistentVolumeClaim that receives backups.
+type VolumeDestination struct {
+	// claimName names the PersistentVolumeClaim in the Database's namespace.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	ClaimName string `json:"claimName"`
+}

@@ -1,0 +1,36 @@
+package v1alpha1
+
+// Labels, annotations and the finalizer dbpilot puts on the objects it manages.
+const (
+	// LabelName is the engine, as app.kubernetes.io/name.
+	LabelName = "app.kubernetes.io/name"
+	// LabelInstance is the Database's name, as app.kubernetes.io/instance.
+	LabelInstance = "app.kubernetes.io/instance"
+	// LabelManagedBy marks objects that dbpilot manages.
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	// LabelComponent is "database" on the pods' objects.
+	LabelComponent = "app.kubernetes.io/component"
+	// LabelDatabase is the Database's name; the selector of every child.
+	LabelDatabase = "dbpilot.io/database"
+	// LabelRole is "primary" or "replica" on pods; the Services select on it.
+	LabelRole = "dbpilot.io/role"
+	// LabelRetainedFrom marks a PersistentVolumeClaim kept after its Database
+	// was deleted with deletionPolicy Retain; the value is the Database's name.
+	LabelRetainedFrom = "dbpilot.io/retained-from"
+
+	// AnnotationConfigChecksum on the pod template is the checksum of the
+	// engine configuration, so a configuration change rolls the pods.
+	AnnotationConfigChecksum = "dbpilot.io/config-checksum"
+
+	// ManagedByValue is the value of LabelManagedBy.
+	ManagedByValue = "dbpilot"
+	// ComponentDatabase is the value of LabelComponent.
+	ComponentDatabase = "database"
+	// RolePrimary and RoleReplica are the values of LabelRole.
+	RolePrimary = "primary"
+	RoleReplica = "replica"
+
+	// Finalizer holds a Database until its volumes are dealt with according to
+	// its deletionPolicy.
+	Finalizer = "dbpilot.io/finalizer"
+)

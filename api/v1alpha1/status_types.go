@@ -1,0 +1,103 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Phase is a one-word summary of a Database for `kubectl get`; the conditions
+// are the truth.
+type Phase string
+
+// The phases.
+const (
+	PhaseProvisioning Phase = "Provisioning"
+	PhaseRunning      Phase = "Running"
+	PhaseUpdating     Phase = "Updating"
+	PhaseDegraded     Phase = "Degraded"
+	PhasePaused       Phase = "Paused"
+	PhaseFailed       Phase = "Failed"
+	PhaseDeleting     Phase = "Deleting"
+)
+
+// DatabaseStatus is the observed state of a Database, rebuilt from the world
+// on every reconcile.
+type DatabaseStatus struct {
+	// observedGeneration is the spec generation that the last successful
+	// reconcile acted on.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// phase summarises the conditions in one word.
+	// +optional
+	Phase Phase `json:"phase,omitempty"`
+
+	// conditions are Available, Progressing and Degraded (and, with the
+	// auto-pilot on, AutopilotReady), each with a reason a user can act on.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// replicas is the number of pods that exist.
+	// +optional
+	Replicas int32 `json:"replicas,omitempty"`
+
+	// readyReplicas is the number of pods that are ready.
+	// +optional
+	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
+
+	// ready is readyReplicas/desired replicas, for `kubectl get`.
+	// +optional
+	Ready string `json:"ready,omitempty"`
+
+	// selector is the label selector of the Database's pods, for the scale
+	// subresource (HPA, KEDA).
+	// +optional
+	Selector string `json:"selector,omitempty"`
+
+	// tier is the tier the pods run with now.
+	// +optional
+	Tier Tier `json:"tier,omitempty"`
+
+	// version is the engine version the pods run now.
+	// +optional
+	Version string `json:"version,omitempty"`
+
+	// endpoints are the Services that clients connect to.
+	// +optional
+	Endpoints *Endpoints `json:"endpoints,omitempty"`
+
+	// credentialsSecret names the Secret holding the credentials.
+	// +optional
+	CredentialsSecret string `json:"credentialsSecret,omitempty"`
+
+	// backup reports on backups.
+	// +optional
+	Backup *BackupStatus `json:"backup,omitempty"`
+
+	// autopilot reports the auto-pilot's latest decision.
+	// +optional
+	Autopilot *AutopilotStatus `json:"autopilot,omitempty"`
+}
+
+// Endpoints are the in-cluster addresses of a Database.
+type Endpoints struct {
+	// readWrite is host:port of the primary.
+	// +optional
+	ReadWrite string `json:"readWrite,omitempty"`
+
+	// readOnly is host:port of the replicas (the primary when there are none).
+	// +optional
+	ReadOnly string `json:"readOnly,omitempty"`
+}
+
+// BackupStatus reports on backups.
+type BackupStatus struct {
+	// lastScheduleTime is when the last backup was started.
+	// +optional
+	LastScheduleTime *metav1.Time `json:"lastScheduleTime,omitempty"`
+
+	// lastSuccessfulTime is when the last successful backup finished.
+	// +optional
+	LastSuccessfulTime *metav1.Time `json:"lastSuccessfulTime,omitempty"`
+}

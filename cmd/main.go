@@ -1,0 +1,59 @@
+// Command manager runs the dbpilot operator: it wires flags, the scheme, the
+// controllers, health probes, the authenticated metrics endpoint and leader
+// election together, and nothing else.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/dbpilot/dbpilot/controllers"
+	"github.com/dbpilot/dbpilot/internal/options"
+)
+
+func main() {
+	opts := options.Default()
+	opts.BindFlags(flag.CommandLine)
+	zapOpts := zap.Options{Development: !options.InCluster()}
+	zapOpts.BindFlags(flag.CommandLine)
+	flag.Parse()
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
+	setupLog := ctrl.Log.WithName("setup")
+
+	mgrOptions, err := opts.ManagerOptions()
+	if err != nil {
+		setupLog.Error(err, "Invalid flags")
+		os.Exit(2)
+	}
+	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), mgrOptions)
+	if err != nil {
+		setupLog.Error(err, "Unable to create manager")
+		os.Exit(1)
+	}
+	if err := (&controllers.DatabaseReconciler{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Recorder:  mgr.GetEventRecorder(controllers.FieldOwner),
+	}).SetupWithManager(mgr, opts.MaxConcurrentReconciles); err != nil {
+		setupLog.Error(err, "Unable to set up controller", "controller", "Database")
+		os.Exit(1)
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		setupLog.Error(err, "Unable to set up health check")
+		os.Exit(1)
+	}
+	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+		setupLog.Error(err, "Unable to set up ready check")
+		os.Exit(1)
+	}
+	setupLog.Info("Starting manager", "watchNamespaces", fmt.Sprint(opts.WatchNamespaces), "leaderElection", opts.LeaderElection)
+	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
+		setupLog.Error(err, "Manager stopped with an error")
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,93 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	policyv1ac "k8s.io/client-go/applyconfigurations/policy/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/dbpilot/dbpilot/controllers/desired"
+)
+
+// reconcileConfigMap applies the engine configuration.
+func (r *DatabaseReconciler) reconcileConfigMap(ctx context.Context, s *scope) (ctrl.Result, error) {
+	cm := desired.ConfigMap(s.db)
+	existing := &corev1.ConfigMap{}
+	extract, err := extractor(ctx, r.Client, *cm.Namespace, *cm.Name, existing, func() (*corev1ac.ConfigMapApplyConfiguration, error) {
+		return corev1ac.ExtractConfigMap(existing, FieldOwner)
+	})
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if _, err := applyIfChanged(ctx, r.Client, cm, extract); err != nil {
+		return ctrl.Result{}, fmt.Errorf("applying ConfigMap: %w", err)
+	}
+	return ctrl.Result{}, nil
+}
+
+// reconcileServices applies the headless, read-write and read-only Services.
+func (r *DatabaseReconciler) reconcileServices(ctx context.Context, s *scope) (ctrl.Result, error) {
+	for _, svc := range []*corev1ac.ServiceApplyConfiguration{
+		desired.HeadlessService(s.db),
+		desired.ReadWriteService(s.db),
+		desired.ReadOnlyService(s.db),
+	} {
+		existing := &corev1.Service{}
+		extract, err := extractor(ctx, r.Client, *svc.Namespace, *svc.Name, existing, func() (*corev1ac.ServiceApplyConfiguration, error) {
+			return corev1ac.ExtractService(existing, FieldOwner)
+		})
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if _, err := applyIfChanged(ctx, r.Client, svc, extract); err != nil {
+			return ctrl.Result{}, fmt.Errorf("applying Service %s: %w", *svc.Name, err)
+		}
+	}
+	return ctrl.Result{}, nil
+}
+
+// reconcilePodDisruptionBudget applies the budget with two pods or more and
+// removes it with one, where it would only block node drains.
+func (r *DatabaseReconciler) reconcilePodDisruptionBudget(ctx context.Context, s *scope) (ctrl.Result, error) {
+	pdb := desired.PodDisruptionBudget(s.db)
+	existing := &policyv1.PodDisruptionBudget{}
+	extract, err := extractor(ctx, r.Client, *pdb.Namespace, *pdb.Name, existing, func() (*policyv1ac.PodDisruptionBudgetApplyConfiguration, error) {
+		return policyv1ac.ExtractPodDisruptionBudget(existing, FieldOwner)
+	})
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if !desired.NeedsPodDisruptionBudget(s.db) {
+		if extract == nil {
+			return ctrl.Result{}, nil
+		}
+		if err := r.Client.Delete(ctx, existing); client.IgnoreNotFound(err) != nil {
+			return ctrl.Result{}, fmt.Errorf("deleting PodDisruptionBudget: %w", err)
+		}
+		return ctrl.Result{}, nil
+	}
+	if _, err := applyIfChanged(ctx, r.Client, pdb, extract); err != nil {
+		return ctrl.Result{}, fmt.Errorf("applying PodDisruptionBudget: %w", err)
+	}
+	return ctrl.Result{}, nil
+}
+
+// extractor reads the live object into existing and returns a function that
+// extracts the fields this reconciler owns, or nil when the object does not
+// exist.
+func extractor[T any](ctx context.Context, c client.Client, namespace, name string, existing client.Object, extract func() (T, error)) (func() (T, error), error) {
+	err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, existing)
+	if apierrors.IsNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading %T %s: %w", existing, name, err)
+	}
+	return extract, nil
+}

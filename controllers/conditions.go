@@ -1,0 +1,165 @@
+package controllers
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
+)
+
+// observation is what the status is built from: the world as one pass saw
+// it, and what went wrong.
+type observation struct {
+	statefulSet        *appsv1.StatefulSet
+	pods               []corev1.Pod
+	credentialsProblem string
+	volumeProblem      string
+	reconcileErr       error
+}
+
+// podReady reports whether the pod's Ready condition is True.
+func podReady(pod *corev1.Pod) bool {
+	for _, cond := range pod.Status.Conditions {
+		if cond.Type == corev1.PodReady {
+			return cond.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// primaryPod returns the primary pod, or nil.
+func primaryPod(db *dbpilotv1alpha1.Database, pods []corev1.Pod) *corev1.Pod {
+	for i := range pods {
+		if pods[i].Name == db.PrimaryPodName() && pods[i].DeletionTimestamp.IsZero() {
+			return &pods[i]
+		}
+	}
+	return nil
+}
+
+// rolling reports whether the StatefulSet is still moving towards its spec,
+// with the reason and a message.
+func rolling(db *dbpilotv1alpha1.Database, sts *appsv1.StatefulSet) (bool, string, string) {
+	if sts == nil {
+		return true, dbpilotv1alpha1.ReasonCreating, "Creating the StatefulSet"
+	}
+	status := sts.Status
+	want := db.EffectiveReplicas()
+	switch {
+	case status.ObservedGeneration < sts.Generation:
+		return true, dbpilotv1alpha1.ReasonRollingUpdate, "Waiting for the StatefulSet controller to observe the new spec"
+	case status.CurrentRevision != status.UpdateRevision || status.UpdatedReplicas < status.Replicas:
+		return true, dbpilotv1alpha1.ReasonRollingUpdate, fmt.Sprintf("Rolling pods to the new spec, replicas first: %d/%d updated", status.UpdatedReplicas, want)
+	case status.Replicas != want || status.ReadyReplicas < want:
+		if status.ReadyReplicas == 0 {
+			return true, dbpilotv1alpha1.ReasonCreating, fmt.Sprintf("Starting pods: 0/%d ready", want)
+		}
+		return true, dbpilotv1alpha1.ReasonScaling, fmt.Sprintf("Scaling to %d pods: %d exist, %d ready", want, status.Replicas, status.ReadyReplicas)
+	}
+	return false, dbpilotv1alpha1.ReasonReconciled, fmt.Sprintf("All %d pods run the current spec", want)
+}
+
+// notReadyTooLong is how long a pod may stay not ready before the Database
+// is Degraded rather than still starting.
+const notReadyTooLong = 5 * time.Minute
+
+// stuckPods names the pods that have not been ready for notReadyTooLong.
+func stuckPods(pods []corev1.Pod, now time.Time) []string {
+	var stuck []string
+	for i := range pods {
+		pod := &pods[i]
+		if podReady(pod) || !pod.DeletionTimestamp.IsZero() {
+			continue
+		}
+		since := pod.CreationTimestamp.Time
+		for _, cond := range pod.Status.Conditions {
+			if cond.Type == corev1.PodReady && !cond.LastTransitionTime.IsZero() {
+				since = cond.LastTransitionTime.Time
+			}
+		}
+		if now.Sub(since) >= notReadyTooLong {
+			stuck = append(stuck, pod.Name)
+		}
+	}
+	return stuck
+}
+
+// buildConditions sets Available, Progressing and Degraded on a copy of
+// current from the observation. A condition whose status does not change
+// keeps its lastTransitionTime; a changed one gets now.
+func buildConditions(db *dbpilotv1alpha1.Database, obs observation, current []metav1.Condition, now metav1.Time) []metav1.Condition {
+	conditions := make([]metav1.Condition, 0, 3)
+	for _, cond := range current {
+		switch cond.Type {
+		case dbpilotv1alpha1.ConditionAvailable, dbpilotv1alpha1.ConditionProgressing, dbpilotv1alpha1.ConditionDegraded:
+			conditions = append(conditions, cond)
+		}
+	}
+	set := func(condType string, status metav1.ConditionStatus, reason, message string) {
+		meta.SetStatusCondition(&conditions, metav1.Condition{
+			Type: condType, Status: status, Reason: reason, Message: message,
+			ObservedGeneration: db.Generation, LastTransitionTime: now,
+		})
+	}
+
+	primary := primaryPod(db, obs.pods)
+	if primary != nil && podReady(primary) {
+		set(dbpilotv1alpha1.ConditionAvailable, metav1.ConditionTrue, dbpilotv1alpha1.ReasonPrimaryReady,
+			fmt.Sprintf("Primary %s accepts connections through %s", primary.Name, db.ReadWriteServiceName()))
+	} else {
+		set(dbpilotv1alpha1.ConditionAvailable, metav1.ConditionFalse, dbpilotv1alpha1.ReasonPrimaryNotReady,
+			fmt.Sprintf("Primary %s is not ready", db.PrimaryPodName()))
+	}
+
+	isRolling, reason, message := rolling(db, obs.statefulSet)
+	switch {
+	case db.Spec.Paused:
+		set(dbpilotv1alpha1.ConditionProgressing, metav1.ConditionFalse, dbpilotv1alpha1.ReasonPaused,
+			"spec.paused is true: dbpilot changes nothing until it is set to false")
+	case isRolling:
+		set(dbpilotv1alpha1.ConditionProgressing, metav1.ConditionTrue, reason, message)
+	default:
+		set(dbpilotv1alpha1.ConditionProgressing, metav1.ConditionFalse, reason, message)
+	}
+
+	switch {
+	case obs.credentialsProblem != "":
+		set(dbpilotv1alpha1.ConditionDegraded, metav1.ConditionTrue, dbpilotv1alpha1.ReasonCredentialsInvalid, obs.credentialsProblem)
+	case obs.reconcileErr != nil:
+		set(dbpilotv1alpha1.ConditionDegraded, metav1.ConditionTrue, dbpilotv1alpha1.ReasonReconcileFailed, obs.reconcileErr.Error())
+	case obs.volumeProblem != "":
+		set(dbpilotv1alpha1.ConditionDegraded, metav1.ConditionTrue, dbpilotv1alpha1.ReasonVolumeNotExpandable, obs.volumeProblem)
+	case len(stuckPods(obs.pods, now.Time)) > 0:
+		set(dbpilotv1alpha1.ConditionDegraded, metav1.ConditionTrue, dbpilotv1alpha1.ReasonReplicasNotReady,
+			fmt.Sprintf("Pods not ready for more than %s: %s", notReadyTooLong, strings.Join(stuckPods(obs.pods, now.Time), ", ")))
+	default:
+		set(dbpilotv1alpha1.ConditionDegraded, metav1.ConditionFalse, dbpilotv1alpha1.ReasonAsExpected, "Nothing needs attention")
+	}
+	return conditions
+}
+
+// phaseOf summarises the conditions in one word for `kubectl get`.
+func phaseOf(db *dbpilotv1alpha1.Database, conditions []metav1.Condition) dbpilotv1alpha1.Phase {
+	degraded := meta.FindStatusCondition(conditions, dbpilotv1alpha1.ConditionDegraded)
+	switch {
+	case !db.DeletionTimestamp.IsZero():
+		return dbpilotv1alpha1.PhaseDeleting
+	case db.Spec.Paused:
+		return dbpilotv1alpha1.PhasePaused
+	case degraded != nil && degraded.Status == metav1.ConditionTrue && degraded.Reason == dbpilotv1alpha1.ReasonCredentialsInvalid:
+		return dbpilotv1alpha1.PhaseFailed
+	case degraded != nil && degraded.Status == metav1.ConditionTrue:
+		return dbpilotv1alpha1.PhaseDegraded
+	case !meta.IsStatusConditionTrue(conditions, dbpilotv1alpha1.ConditionAvailable):
+		return dbpilotv1alpha1.PhaseProvisioning
+	case meta.IsStatusConditionTrue(conditions, dbpilotv1alpha1.ConditionProgressing):
+		return dbpilotv1alpha1.PhaseUpdating
+	}
+	return dbpilotv1alpha1.PhaseRunning
+}

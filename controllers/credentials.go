@@ -1,0 +1,104 @@
+package controllers
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/dbpilot/dbpilot/controllers/desired"
+)
+
+// userSecretPollInterval is how often a user's credentials Secret that is
+// missing or incomplete is looked at again: the cache does not watch it.
+const userSecretPollInterval = 30 * time.Second
+
+// reconcileCredentials makes sure the credentials Secret exists and holds
+// every key. A generated Secret is created once and never written again; a
+// user's Secret is only read. Problems are reported by key name, never value.
+func (r *DatabaseReconciler) reconcileCredentials(ctx context.Context, s *scope) (ctrl.Result, error) {
+	db := s.db
+	key := client.ObjectKey{Namespace: db.Namespace, Name: db.CredentialsSecretName()}
+	secret := &corev1.Secret{}
+	if !db.GeneratesCredentials() {
+		if err := r.APIReader.Get(ctx, key, secret); err != nil {
+			if apierrors.IsNotFound(err) {
+				s.credentialsProblem = fmt.Sprintf("Secret %s named by spec.credentialsSecretName does not exist", key.Name)
+				return ctrl.Result{RequeueAfter: userSecretPollInterval}, nil
+			}
+			return ctrl.Result{}, fmt.Errorf("reading credentials Secret: %w", err)
+		}
+		if s.credentialsProblem = missingKeysProblem(secret); s.credentialsProblem != "" {
+			return ctrl.Result{RequeueAfter: userSecretPollInterval}, nil
+		}
+		return ctrl.Result{}, nil
+	}
+
+	err := r.Client.Get(ctx, key, secret)
+	if apierrors.IsNotFound(err) {
+		creds, genErr := generateCredentials()
+		if genErr != nil {
+			return ctrl.Result{}, genErr
+		}
+		err = r.Client.Create(ctx, desired.CredentialsSecret(db, creds), client.FieldOwner(FieldOwner))
+		if err == nil {
+			return ctrl.Result{}, nil
+		}
+		if !apierrors.IsAlreadyExists(err) {
+			return ctrl.Result{}, fmt.Errorf("creating credentials Secret: %w", err)
+		}
+		// A Secret of that name exists but the cache (dbpilot's labelled
+		// Secrets only) does not hold it: read it, never replace it.
+		err = r.APIReader.Get(ctx, key, secret)
+	}
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("reading credentials Secret: %w", err)
+	}
+	s.credentialsProblem = missingKeysProblem(secret)
+	return ctrl.Result{}, nil
+}
+
+// missingKeysProblem names the credential keys the Secret lacks.
+func missingKeysProblem(secret *corev1.Secret) string {
+	var missing []string
+	for _, key := range desired.CredentialKeys {
+		if len(secret.Data[key]) == 0 {
+			missing = append(missing, key)
+		}
+	}
+	if len(missing) == 0 {
+		return ""
+	}
+	slices.Sort(missing)
+	return fmt.Sprintf("Secret %s lacks the keys %s", secret.Name, strings.Join(missing, ", "))
+}
+
+// generateCredentials draws new passwords from crypto/rand: 32 characters of
+// URL-safe base64 (192 bits), safe in connection strings and config files.
+func generateCredentials() (desired.Credentials, error) {
+	password, err := randomPassword()
+	if err != nil {
+		return desired.Credentials{}, err
+	}
+	superuser, err := randomPassword()
+	if err != nil {
+		return desired.Credentials{}, err
+	}
+	return desired.Credentials{Password: password, SuperuserPassword: superuser}, nil
+}
+
+func randomPassword() (string, error) {
+	buf := make([]byte, 24)
+	if _, err := rand.Read(buf); err != nil {
+		return "", fmt.Errorf("reading random bytes for a password: %w", err)
+	}
+	return base64.RawURLEncoding.EncodeToString(buf), nil
+}

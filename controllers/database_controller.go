@@ -1,0 +1,155 @@
+// Package controllers holds dbpilot's reconcilers. The Database reconciler is
+// the only writer of a Database's children (StatefulSet, Services, Secret,
+// ConfigMap, PodDisruptionBudget) and of its status outside
+// status.autopilot.
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
+)
+
+// FieldOwner is the field manager of everything the Database reconciler
+// applies; the auto-pilot has its own.
+const FieldOwner = "dbpilot-database-controller"
+
+// rolloutPollInterval is how often a Database is looked at again while pods
+// roll or volumes are released, on top of the watch events that drive it.
+const rolloutPollInterval = 5 * time.Second
+
+// DatabaseReconciler drives each Database towards its spec.
+type DatabaseReconciler struct {
+	// Client reads from the manager's cache and writes to the API server.
+	Client client.Client
+	// APIReader reads uncached, for the user's own credentials Secret, which
+	// the cache (limited to dbpilot's Secrets) does not hold.
+	APIReader client.Reader
+	// Recorder records Events on Databases.
+	Recorder events.EventRecorder
+	// Clock tells the time for condition transitions; the real clock when nil.
+	Clock clock.PassiveClock
+}
+
+// +kubebuilder:rbac:groups=dbpilot.io,resources=databases,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=dbpilot.io,resources=databases/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=dbpilot.io,resources=databases/finalizers,verbs=update
+// +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=services;configmaps,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;patch;delete
+// +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get;list;watch
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
+// +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
+
+// SetupWithManager registers the reconciler with the manager: it watches
+// Databases and the children they own, and pods through their Database label.
+func (r *DatabaseReconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrentReconciles int) error {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&dbpilotv1alpha1.Database{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, autopilotChanged{}))).
+		Owns(&appsv1.StatefulSet{}).
+		Owns(&corev1.Service{}).
+		Owns(&corev1.ConfigMap{}).
+		Owns(&corev1.Secret{}).
+		Owns(&policyv1.PodDisruptionBudget{}).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(databaseOfPod)).
+		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrentReconciles}).
+		Named("database").
+		Complete(r)
+}
+
+// Reconcile brings one Database's children and status in line with its spec.
+// Status is written once, at the end, and only when it changed.
+func (r *DatabaseReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
+	db := &dbpilotv1alpha1.Database{}
+	if err := r.Client.Get(ctx, req.NamespacedName, db); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("database", klog.KObj(db)))
+
+	if !db.DeletionTimestamp.IsZero() {
+		return r.reconcileDelete(ctx, db)
+	}
+	if !controllerutil.ContainsFinalizer(db, dbpilotv1alpha1.Finalizer) {
+		patch := client.MergeFrom(db.DeepCopy())
+		controllerutil.AddFinalizer(db, dbpilotv1alpha1.Finalizer)
+		if err := r.Client.Patch(ctx, db, patch); err != nil {
+			return ctrl.Result{}, fmt.Errorf("adding finalizer: %w", err)
+		}
+	}
+
+	s := &scope{db: db}
+	defer func() {
+		if err := r.writeStatus(ctx, s, retErr); err != nil {
+			retErr = errors.Join(retErr, err)
+		}
+	}()
+
+	if db.Spec.Paused {
+		return ctrl.Result{}, r.observe(ctx, s)
+	}
+	return r.reconcileNormal(ctx, s)
+}
+
+// phase is one step of reconcileNormal. A phase that needs the Database to
+// be looked at again soon returns a non-zero RequeueAfter.
+type phase func(ctx context.Context, s *scope) (ctrl.Result, error)
+
+func (r *DatabaseReconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result, error) {
+	phases := []phase{
+		r.reconcileCredentials,
+		r.reconcileConfigMap,
+		r.reconcileServices,
+		r.reconcileStatefulSet,
+		r.reconcileVolumes,
+		r.reconcilePodRoles,
+		r.reconcilePodDisruptionBudget,
+	}
+	var result ctrl.Result
+	for _, run := range phases {
+		res, err := run(ctx, s)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		result = soonest(result, res)
+	}
+	return result, nil
+}
+
+// soonest merges two results, keeping the earliest requeue.
+func soonest(a, b ctrl.Result) ctrl.Result {
+	if a.RequeueAfter == 0 || (b.RequeueAfter != 0 && b.RequeueAfter < a.RequeueAfter) {
+		return b
+	}
+	return a
+}
+
+// databaseOfPod maps a pod to the Database named by its label.
+func databaseOfPod(_ context.Context, obj client.Object) []ctrl.Request {
+	name, ok := obj.GetLabels()[dbpilotv1alpha1.LabelDatabase]
+	if !ok || obj.GetLabels()[dbpilotv1alpha1.LabelManagedBy] != dbpilotv1alpha1.ManagedByValue {
+		return nil
+	}
+	return []ctrl.Request{{NamespacedName: client.ObjectKey{Namespace: obj.GetNamespace(), Name: name}}}
+}

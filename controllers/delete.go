@@ -1,0 +1,112 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
+)
+
+// reconcileDelete deals with the data as deletionPolicy says, then releases
+// the finalizer; the other children go with the Database through their owner
+// references.
+//   - Retain: every claim, and a generated credentials Secret (without which
+//     the data could not be opened), is labelled with the Database's name and
+//     released from its owner, so nothing collects it.
+//   - Delete: the StatefulSet and then every claim are deleted, and the
+//     finalizer stays until the claims are gone.
+func (r *DatabaseReconciler) reconcileDelete(ctx context.Context, db *dbpilotv1alpha1.Database) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(db, dbpilotv1alpha1.Finalizer) {
+		return ctrl.Result{}, nil
+	}
+	claims := &corev1.PersistentVolumeClaimList{}
+	if err := r.Client.List(ctx, claims, client.InNamespace(db.Namespace), client.MatchingLabels(db.SelectorLabels())); err != nil {
+		return ctrl.Result{}, fmt.Errorf("listing volumes: %w", err)
+	}
+	if db.Spec.DeletionPolicy == dbpilotv1alpha1.DeletionPolicyDelete {
+		done, err := r.deleteVolumes(ctx, db, claims.Items)
+		if err != nil || !done {
+			return ctrl.Result{RequeueAfter: rolloutPollInterval}, err
+		}
+	} else if err := r.retainVolumes(ctx, db, claims.Items); err != nil {
+		return ctrl.Result{}, err
+	}
+	patch := client.MergeFrom(db.DeepCopy())
+	controllerutil.RemoveFinalizer(db, dbpilotv1alpha1.Finalizer)
+	if err := r.Client.Patch(ctx, db, patch); client.IgnoreNotFound(err) != nil {
+		return ctrl.Result{}, fmt.Errorf("removing finalizer: %w", err)
+	}
+	return ctrl.Result{}, nil
+}
+
+func (r *DatabaseReconciler) deleteVolumes(ctx context.Context, db *dbpilotv1alpha1.Database, claims []corev1.PersistentVolumeClaim) (bool, error) {
+	sts := &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Namespace: db.Namespace, Name: db.StatefulSetName()}}
+	if err := r.Client.Delete(ctx, sts, client.PropagationPolicy(metav1.DeletePropagationBackground)); client.IgnoreNotFound(err) != nil {
+		return false, fmt.Errorf("deleting StatefulSet: %w", err)
+	}
+	for i := range claims {
+		if !claims[i].DeletionTimestamp.IsZero() {
+			continue
+		}
+		if err := r.Client.Delete(ctx, &claims[i]); client.IgnoreNotFound(err) != nil {
+			return false, fmt.Errorf("deleting volume %s: %w", claims[i].Name, err)
+		}
+	}
+	if len(claims) == 0 {
+		return true, nil
+	}
+	r.Recorder.Eventf(db, nil, corev1.EventTypeNormal, dbpilotv1alpha1.EventReasonVolumeDeleted, "Delete",
+		"Deleting %d volumes (deletionPolicy Delete)", len(claims))
+	return false, nil
+}
+
+func (r *DatabaseReconciler) retainVolumes(ctx context.Context, db *dbpilotv1alpha1.Database, claims []corev1.PersistentVolumeClaim) error {
+	for i := range claims {
+		if err := r.release(ctx, db, &claims[i]); err != nil {
+			return fmt.Errorf("retaining volume %s: %w", claims[i].Name, err)
+		}
+	}
+	if db.GeneratesCredentials() {
+		secret := &corev1.Secret{}
+		err := r.Client.Get(ctx, client.ObjectKey{Namespace: db.Namespace, Name: db.CredentialsSecretName()}, secret)
+		if client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("reading credentials Secret: %w", err)
+		}
+		if err == nil {
+			if err := r.release(ctx, db, secret); err != nil {
+				return fmt.Errorf("retaining credentials Secret: %w", err)
+			}
+		}
+	}
+	if len(claims) > 0 {
+		r.Recorder.Eventf(db, nil, corev1.EventTypeNormal, dbpilotv1alpha1.EventReasonVolumeRetained, "Retain",
+			"Kept %d volumes and the credentials, labelled %s=%s", len(claims), dbpilotv1alpha1.LabelRetainedFrom, db.Name)
+	}
+	return nil
+}
+
+// release labels obj as retained from db and removes db's owner reference.
+func (r *DatabaseReconciler) release(ctx context.Context, db *dbpilotv1alpha1.Database, obj client.Object) error {
+	patch := client.MergeFrom(obj.DeepCopyObject().(client.Object))
+	labels := obj.GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels[dbpilotv1alpha1.LabelRetainedFrom] = db.Name
+	obj.SetLabels(labels)
+	var refs []metav1.OwnerReference
+	for _, ref := range obj.GetOwnerReferences() {
+		if ref.UID != db.UID {
+			refs = append(refs, ref)
+		}
+	}
+	obj.SetOwnerReferences(refs)
+	return r.Client.Patch(ctx, obj, patch)
+}

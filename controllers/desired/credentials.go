@@ -1,0 +1,47 @@
+package desired
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
+)
+
+// Keys of the credentials Secret.
+const (
+	SecretKeyUsername          = "username"
+	SecretKeyPassword          = "password"
+	SecretKeySuperuserPassword = "superuser-password"
+)
+
+// CredentialKeys are the keys every credentials Secret must hold.
+var CredentialKeys = []string{SecretKeyUsername, SecretKeyPassword, SecretKeySuperuserPassword}
+
+// AppUsername is the application user of generated credentials.
+const AppUsername = "app"
+
+// Credentials are the values of a generated credentials Secret.
+type Credentials struct {
+	Password          string
+	SuperuserPassword string
+}
+
+// CredentialsSecret is the generated credentials Secret. It is created once,
+// never applied or updated: a later pass or an operator restart must not
+// change a password the database already uses.
+func CredentialsSecret(db *dbpilotv1alpha1.Database, creds Credentials) *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            db.CredentialsSecretName(),
+			Namespace:       db.Namespace,
+			Labels:          db.CommonLabels(),
+			OwnerReferences: []metav1.OwnerReference{db.OwnerReference()},
+		},
+		Type: corev1.SecretTypeOpaque,
+		Data: map[string][]byte{
+			SecretKeyUsername:          []byte(AppUsername),
+			SecretKeyPassword:          []byte(creds.Password),
+			SecretKeySuperuserPassword: []byte(creds.SuperuserPassword),
+		},
+	}
+}

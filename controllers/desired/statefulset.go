@@ -1,0 +1,260 @@
+package desired
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"path"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+
+	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
+)
+
+// Pod template annotations that record what the pod runs, so status can be
+// rebuilt from the pods themselves.
+const (
+	AnnotationTier    = "dbpilot.io/tier"
+	AnnotationVersion = "dbpilot.io/version"
+	// AnnotationTemplateHash on the StatefulSet identifies the pod template
+	// the operator last applied; a new hash starts a partitioned rollout.
+	AnnotationTemplateHash = "dbpilot.io/template-hash"
+)
+
+// Container and volume names.
+const (
+	DatabaseContainerName = "database"
+	configVolumeName      = "config"
+	runVolumeName         = "run"
+	tmpVolumeName         = "tmp"
+)
+
+// PostgresPGData is PGDATA: a subdirectory of the volume's mount, because
+// initdb refuses a directory that holds lost+found.
+const PostgresPGData = "/var/lib/postgresql/data/pgdata"
+
+// terminationGracePeriodSeconds gives the engine time for a clean shutdown
+// (a checkpoint on PostgreSQL) before the pod is killed.
+const terminationGracePeriodSeconds = 120
+
+// StatefulSetOptions are the parts of the StatefulSet that depend on the
+// rollout in progress rather than on the Database alone.
+type StatefulSetOptions struct {
+	// Partition holds back pods with a lower ordinal from the new revision: 1
+	// while the replicas roll, 0 once they are updated and ready, so the
+	// primary (ordinal 0) restarts last.
+	Partition int32
+	// ClaimSize is the volume size in the claim template. Templates are
+	// immutable once the StatefulSet exists, so the reconciler passes the
+	// size it was created with and grows each claim directly; zero means
+	// spec.storage.size.
+	ClaimSize resource.Quantity
+}
+
+// StatefulSet runs the Database's pods.
+func StatefulSet(db *dbpilotv1alpha1.Database, opts StatefulSetOptions) *appsv1ac.StatefulSetApplyConfiguration {
+	template := PodTemplate(db)
+	retention := appsv1.RetainPersistentVolumeClaimRetentionPolicyType
+	if db.Spec.DeletionPolicy == dbpilotv1alpha1.DeletionPolicyDelete {
+		retention = appsv1.DeletePersistentVolumeClaimRetentionPolicyType
+	}
+	return appsv1ac.StatefulSet(db.StatefulSetName(), db.Namespace).
+		WithLabels(db.CommonLabels()).
+		WithAnnotations(map[string]string{AnnotationTemplateHash: TemplateHash(template)}).
+		WithOwnerReferences(ownerReference(db)).
+		WithSpec(appsv1ac.StatefulSetSpec().
+			WithReplicas(db.EffectiveReplicas()).
+			WithServiceName(db.HeadlessServiceName()).
+			WithSelector(metav1ac.LabelSelector().WithMatchLabels(db.SelectorLabels())).
+			WithPodManagementPolicy(appsv1.OrderedReadyPodManagement).
+			WithUpdateStrategy(appsv1ac.StatefulSetUpdateStrategy().
+				WithType(appsv1.RollingUpdateStatefulSetStrategyType).
+				WithRollingUpdate(appsv1ac.RollingUpdateStatefulSetStrategy().WithPartition(opts.Partition))).
+			WithRevisionHistoryLimit(10).
+			// Scaling down never deletes a volume; deleting the Database
+			// deletes them only with deletionPolicy Delete.
+			WithPersistentVolumeClaimRetentionPolicy(appsv1ac.StatefulSetPersistentVolumeClaimRetentionPolicy().
+				WithWhenScaled(appsv1.RetainPersistentVolumeClaimRetentionPolicyType).
+				WithWhenDeleted(retention)).
+			WithTemplate(template).
+			WithVolumeClaimTemplates(volumeClaimTemplate(db, opts.ClaimSize)))
+}
+
+// TemplateHash identifies a rendered pod template.
+func TemplateHash(template *corev1ac.PodTemplateSpecApplyConfiguration) string {
+	data, err := json.Marshal(template)
+	if err != nil {
+		// Apply configurations are plain structs; marshalling cannot fail.
+		panic(err)
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:8])
+}
+
+// PodTemplate is the pod of every member of the Database. Init containers
+// (replication bootstrap) and sidecars (the metrics exporter) are appended to
+// the lists built here without reshaping the database container.
+func PodTemplate(db *dbpilotv1alpha1.Database) *corev1ac.PodTemplateSpecApplyConfiguration {
+	profile, _ := db.Spec.Engine.Profile()
+	return corev1ac.PodTemplateSpec().
+		WithLabels(db.CommonLabels()).
+		WithAnnotations(map[string]string{
+			dbpilotv1alpha1.AnnotationConfigChecksum: ConfigChecksum(db),
+			AnnotationTier:    string(db.EffectiveTier()),
+			AnnotationVersion: db.EngineVersion(),
+		}).
+		WithSpec(corev1ac.PodSpec().
+			WithAutomountServiceAccountToken(false).
+			WithEnableServiceLinks(false).
+			WithTerminationGracePeriodSeconds(terminationGracePeriodSeconds).
+			WithSecurityContext(corev1ac.PodSecurityContext().
+				WithRunAsNonRoot(true).
+				WithRunAsUser(profile.UserID).
+				WithRunAsGroup(profile.UserID).
+				WithFSGroup(profile.UserID).
+				WithFSGroupChangePolicy(corev1.FSGroupChangeOnRootMismatch).
+				WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))).
+			WithAffinity(corev1ac.Affinity().WithPodAntiAffinity(corev1ac.PodAntiAffinity().
+				WithPreferredDuringSchedulingIgnoredDuringExecution(corev1ac.WeightedPodAffinityTerm().
+					WithWeight(100).
+					WithPodAffinityTerm(corev1ac.PodAffinityTerm().
+						WithTopologyKey(corev1.LabelHostname).
+						WithLabelSelector(metav1ac.LabelSelector().WithMatchLabels(db.SelectorLabels())))))).
+			WithTopologySpreadConstraints(corev1ac.TopologySpreadConstraint().
+				WithMaxSkew(1).
+				WithTopologyKey(corev1.LabelTopologyZone).
+				WithWhenUnsatisfiable(corev1.ScheduleAnyway).
+				WithLabelSelector(metav1ac.LabelSelector().WithMatchLabels(db.SelectorLabels()))).
+			WithContainers(databaseContainer(db)).
+			WithVolumes(podVolumes(db)...))
+}
+
+func databaseContainer(db *dbpilotv1alpha1.Database) *corev1ac.ContainerApplyConfiguration {
+	profile, _ := db.Spec.Engine.Profile()
+	size, _ := db.EffectiveTier().Size()
+	resources := corev1.ResourceList{corev1.ResourceCPU: size.CPU, corev1.ResourceMemory: size.Memory}
+	container := corev1ac.Container().
+		WithName(DatabaseContainerName).
+		WithImage(db.Image()).
+		WithImagePullPolicy(corev1.PullIfNotPresent).
+		WithPorts(corev1ac.ContainerPort().WithName(portName).WithContainerPort(profile.Port).WithProtocol(corev1.ProtocolTCP)).
+		WithEnv(engineEnv(db)...).
+		WithResources(corev1ac.ResourceRequirements().WithRequests(resources).WithLimits(resources)).
+		WithSecurityContext(corev1ac.SecurityContext().
+			WithAllowPrivilegeEscalation(false).
+			WithReadOnlyRootFilesystem(true).
+			WithRunAsNonRoot(true).
+			WithCapabilities(corev1ac.Capabilities().WithDrop("ALL"))).
+		WithStartupProbe(execProbe(readinessCommand(db), 10, 360)).
+		WithReadinessProbe(execProbe(readinessCommand(db), 5, 3)).
+		WithLivenessProbe(corev1ac.Probe().
+			WithTCPSocket(corev1ac.TCPSocketAction().WithPort(intstr.FromString(portName))).
+			WithPeriodSeconds(10).
+			WithTimeoutSeconds(5).
+			WithFailureThreshold(6)).
+		WithVolumeMounts(
+			corev1ac.VolumeMount().WithName(db.VolumeClaimTemplateName()).WithMountPath(profile.DataDir),
+			corev1ac.VolumeMount().WithName(configVolumeName).WithMountPath(profile.ConfigDir).WithReadOnly(true),
+			corev1ac.VolumeMount().WithName(runVolumeName).WithMountPath(runDir(db)),
+			corev1ac.VolumeMount().WithName(tmpVolumeName).WithMountPath("/tmp"),
+		)
+	if db.Spec.Engine == dbpilotv1alpha1.EnginePostgres {
+		container.WithArgs("postgres", "-c", "config_file="+path.Join(profile.ConfigDir, PostgresConfigFile))
+	}
+	return container
+}
+
+// runDir is where the engine keeps its socket and pid file; an emptyDir,
+// since the root filesystem is read-only.
+func runDir(db *dbpilotv1alpha1.Database) string {
+	if db.Spec.Engine == dbpilotv1alpha1.EnginePostgres {
+		return "/var/run/postgresql"
+	}
+	return "/var/run/mysqld"
+}
+
+func readinessCommand(db *dbpilotv1alpha1.Database) []string {
+	switch db.Spec.Engine {
+	case dbpilotv1alpha1.EnginePostgres:
+		return []string{"pg_isready", "--host=127.0.0.1", "--port=5432", "--timeout=3"}
+	case dbpilotv1alpha1.EngineMariaDB:
+		return []string{"mariadb-admin", "ping", "--host=127.0.0.1", "--silent"}
+	default:
+		return []string{"mysqladmin", "ping", "--host=127.0.0.1", "--silent"}
+	}
+}
+
+func execProbe(command []string, periodSeconds, failureThreshold int32) *corev1ac.ProbeApplyConfiguration {
+	return corev1ac.Probe().
+		WithExec(corev1ac.ExecAction().WithCommand(command...)).
+		WithPeriodSeconds(periodSeconds).
+		WithTimeoutSeconds(5).
+		WithFailureThreshold(failureThreshold)
+}
+
+// engineEnv passes the credentials to the official image's entrypoint, which
+// creates the users on first start.
+func engineEnv(db *dbpilotv1alpha1.Database) []*corev1ac.EnvVarApplyConfiguration {
+	secret := db.CredentialsSecretName()
+	fromSecret := func(name, key string) *corev1ac.EnvVarApplyConfiguration {
+		return corev1ac.EnvVar().WithName(name).WithValueFrom(corev1ac.EnvVarSource().
+			WithSecretKeyRef(corev1ac.SecretKeySelector().WithName(secret).WithKey(key)))
+	}
+	switch db.Spec.Engine {
+	case dbpilotv1alpha1.EnginePostgres:
+		return []*corev1ac.EnvVarApplyConfiguration{
+			corev1ac.EnvVar().WithName("PGDATA").WithValue(PostgresPGData),
+			fromSecret("POSTGRES_USER", SecretKeyUsername),
+			fromSecret("POSTGRES_PASSWORD", SecretKeyPassword),
+			fromSecret("POSTGRES_DB", SecretKeyUsername),
+			fromSecret("DBPILOT_SUPERUSER_PASSWORD", SecretKeySuperuserPassword),
+		}
+	case dbpilotv1alpha1.EngineMariaDB:
+		return []*corev1ac.EnvVarApplyConfiguration{
+			fromSecret("MARIADB_ROOT_PASSWORD", SecretKeySuperuserPassword),
+			fromSecret("MARIADB_USER", SecretKeyUsername),
+			fromSecret("MARIADB_PASSWORD", SecretKeyPassword),
+			fromSecret("MARIADB_DATABASE", SecretKeyUsername),
+		}
+	default:
+		return []*corev1ac.EnvVarApplyConfiguration{
+			fromSecret("MYSQL_ROOT_PASSWORD", SecretKeySuperuserPassword),
+			fromSecret("MYSQL_USER", SecretKeyUsername),
+			fromSecret("MYSQL_PASSWORD", SecretKeyPassword),
+			fromSecret("MYSQL_DATABASE", SecretKeyUsername),
+		}
+	}
+}
+
+func podVolumes(db *dbpilotv1alpha1.Database) []*corev1ac.VolumeApplyConfiguration {
+	return []*corev1ac.VolumeApplyConfiguration{
+		corev1ac.Volume().WithName(configVolumeName).WithConfigMap(corev1ac.ConfigMapVolumeSource().WithName(db.ConfigMapName())),
+		corev1ac.Volume().WithName(runVolumeName).WithEmptyDir(corev1ac.EmptyDirVolumeSource()),
+		corev1ac.Volume().WithName(tmpVolumeName).WithEmptyDir(corev1ac.EmptyDirVolumeSource()),
+	}
+}
+
+func volumeClaimTemplate(db *dbpilotv1alpha1.Database, size resource.Quantity) *corev1ac.PersistentVolumeClaimApplyConfiguration {
+	if size.IsZero() {
+		size = db.Spec.Storage.Size
+	}
+	spec := corev1ac.PersistentVolumeClaimSpec().
+		WithAccessModes(corev1.ReadWriteOnce).
+		WithResources(corev1ac.VolumeResourceRequirements().
+			WithRequests(corev1.ResourceList{corev1.ResourceStorage: size}))
+	if db.Spec.Storage.StorageClassName != nil {
+		spec.WithStorageClassName(*db.Spec.Storage.StorageClassName)
+	}
+	// No namespace, kind or apiVersion: a claim template carries none.
+	template := &corev1ac.PersistentVolumeClaimApplyConfiguration{}
+	return template.
+		WithName(db.VolumeClaimTemplateName()).
+		WithLabels(db.CommonLabels()).
+		WithSpec(spec)
+}

@@ -1,0 +1,72 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
+)
+
+// reconcilePodRoles labels each pod with its role, which the read-write and
+// read-only Services select on. Until replication brings failover, the
+// primary is the pod with ordinal 0.
+func (r *DatabaseReconciler) reconcilePodRoles(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if err := r.observe(ctx, s); err != nil {
+		return ctrl.Result{}, err
+	}
+	for i := range s.pods {
+		pod := &s.pods[i]
+		if !pod.DeletionTimestamp.IsZero() {
+			continue
+		}
+		role := podRole(s.db, pod)
+		if pod.Labels[dbpilotv1alpha1.LabelRole] == role {
+			continue
+		}
+		patch := client.MergeFrom(pod.DeepCopy())
+		if pod.Labels == nil {
+			pod.Labels = map[string]string{}
+		}
+		pod.Labels[dbpilotv1alpha1.LabelRole] = role
+		if err := r.Client.Patch(ctx, pod, patch); client.IgnoreNotFound(err) != nil {
+			return ctrl.Result{}, fmt.Errorf("labelling pod %s as %s: %w", pod.Name, role, err)
+		}
+	}
+	return ctrl.Result{}, nil
+}
+
+// podRole is the role a pod should have.
+func podRole(db *dbpilotv1alpha1.Database, pod *corev1.Pod) string {
+	if pod.Name == db.PrimaryPodName() {
+		return dbpilotv1alpha1.RolePrimary
+	}
+	return dbpilotv1alpha1.RoleReplica
+}
+
+// observe reads the StatefulSet and pods into the scope, once per pass.
+func (r *DatabaseReconciler) observe(ctx context.Context, s *scope) error {
+	if s.observed {
+		return nil
+	}
+	db := s.db
+	sts := &appsv1.StatefulSet{}
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: db.Namespace, Name: db.StatefulSetName()}, sts)
+	switch {
+	case err == nil:
+		s.statefulSet = sts
+	case client.IgnoreNotFound(err) != nil:
+		return fmt.Errorf("reading StatefulSet: %w", err)
+	}
+	pods := &corev1.PodList{}
+	if err := r.Client.List(ctx, pods, client.InNamespace(db.Namespace), client.MatchingLabels(db.SelectorLabels())); err != nil {
+		return fmt.Errorf("listing pods: %w", err)
+	}
+	s.pods = pods.Items
+	s.observed = true
+	return nil
+}

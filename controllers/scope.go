@@ -1,0 +1,26 @@
+package controllers
+
+import (
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
+)
+
+// scope is what one reconcile pass knows about a Database and its world.
+// Phases fill it in; the status is rebuilt from it at the end.
+type scope struct {
+	db *dbpilotv1alpha1.Database
+
+	// statefulSet is the StatefulSet as last read or applied; nil if absent.
+	statefulSet *appsv1.StatefulSet
+	// pods are the Database's pods.
+	pods []corev1.Pod
+	// credentialsProblem says what is wrong with the credentials Secret, in
+	// words safe to show (key names, never values); empty when fine.
+	credentialsProblem string
+	// volumeProblem says why a volume could not grow; empty when fine.
+	volumeProblem string
+	// observed is set once statefulSet and pods have been read.
+	observed bool
+}

@@ -1,0 +1,105 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
+	"github.com/dbpilot/dbpilot/controllers/desired"
+)
+
+// reconcileStatefulSet applies the StatefulSet. A new pod template rolls out
+// replicas first: the partition holds the primary (ordinal 0) back until
+// every replica runs the new template and is ready.
+func (r *DatabaseReconciler) reconcileStatefulSet(ctx context.Context, s *scope) (ctrl.Result, error) {
+	db := s.db
+	existing := &appsv1.StatefulSet{}
+	extract, err := extractor(ctx, r.Client, db.Namespace, db.StatefulSetName(), existing, func() (*appsv1ac.StatefulSetApplyConfiguration, error) {
+		return appsv1ac.ExtractStatefulSet(existing, FieldOwner)
+	})
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	var live *appsv1.StatefulSet
+	opts := desired.StatefulSetOptions{}
+	if extract != nil {
+		live = existing
+		opts.ClaimSize = claimTemplateSize(existing)
+	}
+	opts.Partition = rolloutPartition(live, desired.TemplateHash(desired.PodTemplate(db)), db.EffectiveReplicas())
+	sts := desired.StatefulSet(db, opts)
+	wrote, err := applyIfChanged(ctx, r.Client, sts, extract)
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("applying StatefulSet: %w", err)
+	}
+	if wrote && live != nil {
+		r.recordChanges(db, live)
+	}
+	return ctrl.Result{}, nil
+}
+
+// recordChanges records an Event for each user-visible change the applied
+// StatefulSet makes to the live one.
+func (r *DatabaseReconciler) recordChanges(db *dbpilotv1alpha1.Database, live *appsv1.StatefulSet) {
+	if live.Spec.Replicas != nil && *live.Spec.Replicas != db.EffectiveReplicas() {
+		r.Recorder.Eventf(db, nil, corev1.EventTypeNormal, dbpilotv1alpha1.EventReasonScaled, "Scale",
+			"Scaling from %d to %d pods", *live.Spec.Replicas, db.EffectiveReplicas())
+	}
+	annotations := live.Spec.Template.Annotations
+	if tier := annotations[desired.AnnotationTier]; tier != "" && tier != string(db.EffectiveTier()) {
+		r.Recorder.Eventf(db, nil, corev1.EventTypeNormal, dbpilotv1alpha1.EventReasonTierChanged, "ChangeTier",
+			"Changing tier from %s to %s, replicas first", tier, db.EffectiveTier())
+	}
+	if version := annotations[desired.AnnotationVersion]; version != "" && version != db.EngineVersion() {
+		r.Recorder.Eventf(db, nil, corev1.EventTypeNormal, dbpilotv1alpha1.EventReasonUpgraded, "Upgrade",
+			"Upgrading %s from %s to %s, replicas first", db.Spec.Engine, version, db.EngineVersion())
+	}
+}
+
+// claimTemplateSize is the storage request of the live claim template, which
+// cannot change once the StatefulSet exists.
+func claimTemplateSize(sts *appsv1.StatefulSet) resource.Quantity {
+	for _, template := range sts.Spec.VolumeClaimTemplates {
+		return template.Spec.Resources.Requests[corev1.ResourceStorage]
+	}
+	return resource.Quantity{}
+}
+
+// rolloutPartition decides the StatefulSet's partition:
+//   - no StatefulSet yet, or a single pod: 0;
+//   - a new template (its hash differs from the live one): 1, so replicas
+//     (ordinals 1..n-1) roll first;
+//   - a rollout in progress with partition 1: 0 once every replica runs the
+//     new revision and all pods are ready, so the primary rolls last;
+//   - otherwise: 0.
+func rolloutPartition(live *appsv1.StatefulSet, templateHash string, replicas int32) int32 {
+	if live == nil || replicas < 2 {
+		return 0
+	}
+	if live.Annotations[desired.AnnotationTemplateHash] != templateHash {
+		return 1
+	}
+	partition := int32(0)
+	if live.Spec.UpdateStrategy.RollingUpdate != nil && live.Spec.UpdateStrategy.RollingUpdate.Partition != nil {
+		partition = *live.Spec.UpdateStrategy.RollingUpdate.Partition
+	}
+	if partition == 0 {
+		return 0
+	}
+	status := live.Status
+	if status.ObservedGeneration < live.Generation {
+		// The StatefulSet controller has not seen the new template yet.
+		return partition
+	}
+	replicasDone := status.UpdatedReplicas >= replicas-1 && status.ReadyReplicas >= replicas
+	if status.UpdateRevision == status.CurrentRevision || replicasDone {
+		return 0
+	}
+	return partition
+}

@@ -1,0 +1,97 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
+	"github.com/dbpilot/dbpilot/controllers/desired"
+)
+
+// buildStatus rebuilds the reconciler's part of the status from the world.
+// status.autopilot belongs to the auto-pilot and is left out. The observed
+// generation moves only when the pass succeeded.
+func buildStatus(db *dbpilotv1alpha1.Database, obs observation, now metav1.Time) dbpilotv1alpha1.DatabaseStatus {
+	profile, _ := db.Spec.Engine.Profile()
+	status := dbpilotv1alpha1.DatabaseStatus{
+		ObservedGeneration: db.Status.ObservedGeneration,
+		Selector:           db.Selector(),
+		CredentialsSecret:  db.CredentialsSecretName(),
+		Tier:               db.Status.Tier,
+		Version:            db.Status.Version,
+		Backup:             db.Status.Backup,
+		Endpoints: &dbpilotv1alpha1.Endpoints{
+			ReadWrite: fmt.Sprintf("%s:%d", db.ServiceHost(db.ReadWriteServiceName()), profile.Port),
+			ReadOnly:  fmt.Sprintf("%s:%d", db.ServiceHost(db.ReadOnlyServiceName()), profile.Port),
+		},
+	}
+	if obs.reconcileErr == nil {
+		status.ObservedGeneration = db.Generation
+	}
+	if sts := obs.statefulSet; sts != nil {
+		status.Replicas = sts.Status.Replicas
+		status.ReadyReplicas = sts.Status.ReadyReplicas
+	}
+	status.Ready = fmt.Sprintf("%d/%d", status.ReadyReplicas, db.EffectiveReplicas())
+	// What runs is what the primary's pod was created with.
+	if primary := primaryPod(db, obs.pods); primary != nil {
+		if tier := primary.Annotations[desired.AnnotationTier]; tier != "" {
+			status.Tier = dbpilotv1alpha1.Tier(tier)
+		}
+		if version := primary.Annotations[desired.AnnotationVersion]; version != "" {
+			status.Version = version
+		}
+	}
+	status.Conditions = buildConditions(db, obs, db.Status.Conditions, now)
+	status.Phase = phaseOf(db, status.Conditions)
+	return status
+}
+
+// writeStatus server-side applies the rebuilt status with the reconciler's
+// field owner, only when it differs from the stored one.
+func (r *DatabaseReconciler) writeStatus(ctx context.Context, s *scope, reconcileErr error) error {
+	if err := r.observe(ctx, s); err != nil {
+		reconcileErr = errors.Join(reconcileErr, err)
+	}
+	obs := observation{
+		statefulSet:        s.statefulSet,
+		pods:               s.pods,
+		credentialsProblem: s.credentialsProblem,
+		volumeProblem:      s.volumeProblem,
+		reconcileErr:       reconcileErr,
+	}
+	status := buildStatus(s.db, obs, metav1.NewTime(r.clock().Now()))
+	current := s.db.Status.DeepCopy()
+	current.Autopilot = nil
+	if equality.Semantic.DeepEqual(*current, status) {
+		return nil
+	}
+	content, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&status)
+	if err != nil {
+		return fmt.Errorf("converting status: %w", err)
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{"status": content}}
+	u.SetGroupVersionKind(dbpilotv1alpha1.GroupVersion.WithKind("Database"))
+	u.SetNamespace(s.db.Namespace)
+	u.SetName(s.db.Name)
+	if err := r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
+		return fmt.Errorf("writing status: %w", err)
+	}
+	return nil
+}
+
+// clock is the reconciler's Clock, the real one when none is set.
+func (r *DatabaseReconciler) clock() clock.PassiveClock {
+	if r.Clock == nil {
+		return clock.RealClock{}
+	}
+	return r.Clock
+}

@@ -1,0 +1,14 @@
+// Command kube-controller-manager is the upstream kube-controller-manager, built
+// at the version pinned in this module's go.mod for the local control plane.
+package main
+
+import (
+	"os"
+
+	"k8s.io/component-base/cli"
+	"k8s.io/kubernetes/cmd/kube-controller-manager/app"
+)
+
+func main() {
+	os.Exit(cli.Run(app.NewControllerManagerCommand()))
+}

@@ -1,0 +1,140 @@
+// Package options holds the manager's command-line options and turns them
+// into controller-runtime manager options.
+package options
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
+)
+
+// WatchNamespaceEnv is the environment variable OLM fills from the
+// olm.targetNamespaces annotation: a comma-separated list of namespaces, empty
+// for all namespaces.
+const WatchNamespaceEnv = "WATCH_NAMESPACE"
+
+// LeaderElectionID names the Lease that elects the active manager.
+const LeaderElectionID = "dbpilot.dbpilot.io"
+
+// Options are the manager's command-line options.
+type Options struct {
+	MetricsBindAddress      string
+	MetricsSecure           bool
+	HealthProbeBindAddress  string
+	LeaderElection          bool
+	LeaderElectionNamespace string
+	MaxConcurrentReconciles int
+	WatchNamespaces         string
+	GracefulShutdownTimeout time.Duration
+}
+
+// Default returns the options a manager runs with when no flag is given.
+// Leader election is on in a cluster, where several replicas may run, and off
+// on a developer's machine.
+func Default() *Options {
+	return &Options{
+		MetricsBindAddress:      ":8443",
+		MetricsSecure:           true,
+		HealthProbeBindAddress:  ":8081",
+		LeaderElection:          InCluster(),
+		MaxConcurrentReconciles: 4,
+		WatchNamespaces:         os.Getenv(WatchNamespaceEnv),
+		GracefulShutdownTimeout: 30 * time.Second,
+	}
+}
+
+// BindFlags registers the options on a flag set.
+func (o *Options) BindFlags(fs *flag.FlagSet) {
+	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "Address the metrics endpoint binds to; \"0\" disables it.")
+	fs.BoolVar(&o.MetricsSecure, "metrics-secure", o.MetricsSecure, "Serve metrics over HTTPS, only to clients that are authenticated and authorized to get /metrics.")
+	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "Address of the /healthz and /readyz probes.")
+	fs.BoolVar(&o.LeaderElection, "leader-elect", o.LeaderElection, "Elect one active manager through a Lease (default on in a cluster).")
+	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "Namespace of the leader election Lease (default: the manager's own namespace).")
+	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles, "How many Databases are reconciled at once.")
+	fs.StringVar(&o.WatchNamespaces, "watch-namespaces", o.WatchNamespaces, "Comma-separated namespaces to watch, empty for all (default: $"+WatchNamespaceEnv+", as set by OLM).")
+	fs.DurationVar(&o.GracefulShutdownTimeout, "graceful-shutdown-timeout", o.GracefulShutdownTimeout, "How long running reconciles may take to finish on shutdown.")
+}
+
+// Namespaces returns the watched namespaces, or nil for all of them.
+func (o *Options) Namespaces() []string {
+	var namespaces []string
+	for _, ns := range strings.Split(o.WatchNamespaces, ",") {
+		if ns = strings.TrimSpace(ns); ns != "" {
+			namespaces = append(namespaces, ns)
+		}
+	}
+	return namespaces
+}
+
+// Scheme returns a scheme with the built-in Kubernetes types and dbpilot's.
+func Scheme() (*runtime.Scheme, error) {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("adding Kubernetes types to scheme: %w", err)
+	}
+	if err := dbpilotv1alpha1.AddToScheme(scheme); err != nil {
+		return nil, fmt.Errorf("adding dbpilot types to scheme: %w", err)
+	}
+	return scheme, nil
+}
+
+// ManagerOptions turns the options into controller-runtime manager options.
+func (o *Options) ManagerOptions() (ctrl.Options, error) {
+	if o.MaxConcurrentReconciles < 1 {
+		return ctrl.Options{}, fmt.Errorf("--max-concurrent-reconciles must be at least 1, got %d", o.MaxConcurrentReconciles)
+	}
+	scheme, err := Scheme()
+	if err != nil {
+		return ctrl.Options{}, err
+	}
+	metrics := metricsserver.Options{BindAddress: o.MetricsBindAddress, SecureServing: o.MetricsSecure}
+	if o.MetricsSecure {
+		metrics.FilterProvider = filters.WithAuthenticationAndAuthorization
+	}
+	cacheOptions := cache.Options{
+		// Only the Secrets dbpilot generates are cached; a user's own
+		// credentials Secret is read directly, so the operator never holds
+		// every Secret of the cluster in memory.
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.Secret{}: {Label: labels.SelectorFromSet(labels.Set{dbpilotv1alpha1.LabelManagedBy: dbpilotv1alpha1.ManagedByValue})},
+		},
+	}
+	if namespaces := o.Namespaces(); len(namespaces) > 0 {
+		cacheOptions.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range namespaces {
+			cacheOptions.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
+	timeout := o.GracefulShutdownTimeout
+	return ctrl.Options{
+		Scheme:                        scheme,
+		Metrics:                       metrics,
+		HealthProbeBindAddress:        o.HealthProbeBindAddress,
+		LeaderElection:                o.LeaderElection,
+		LeaderElectionID:              LeaderElectionID,
+		LeaderElectionNamespace:       o.LeaderElectionNamespace,
+		LeaderElectionReleaseOnCancel: true,
+		Cache:                         cacheOptions,
+		GracefulShutdownTimeout:       &timeout,
+	}, nil
+}
+
+// InCluster reports whether the process runs in a Kubernetes pod.
+func InCluster() bool {
+	_, err := os.Stat("/var/run/secrets/kubernetes.io/serviceaccount/token")
+	return os.Getenv("KUBERNETES_SERVICE_HOST") != "" && err == nil
+}
