@@ -106,8 +106,8 @@ func PodTemplate(db *dbpilotv1alpha1.Database) *corev1ac.PodTemplateSpecApplyCon
 		WithLabels(db.CommonLabels()).
 		WithAnnotations(map[string]string{
 			dbpilotv1alpha1.AnnotationConfigChecksum: ConfigChecksum(db),
-			AnnotationTier:    string(db.EffectiveTier()),
-			AnnotationVersion: db.EngineVersion(),
+			AnnotationTier:                           string(db.EffectiveTier()),
+			AnnotationVersion:                        db.EngineVersion(),
 		}).
 		WithSpec(corev1ac.PodSpec().
 			WithAutomountServiceAccountToken(false).
