@@ -11,7 +11,8 @@ import (
 // +kubebuilder:validation:XValidation:rule="self.mode == 'Off' || (has(self.replicas) && has(self.tiers))",message="spec.autopilot.replicas and spec.autopilot.tiers are required when spec.autopilot.mode is Recommend or Auto"
 type AutopilotSpec struct {
 	// mode is Off (no auto-pilot), Recommend (decisions are recorded in
-	// status.autopilot only) or Auto (decisions are applied).
+	// status.autopilot only) or Auto (decisions are applied). Quote "Off" in
+	// YAML: unquoted, YAML reads it as the boolean false.
 	// +optional
 	// +kubebuilder:default=Off
 	Mode AutopilotMode `json:"mode,omitempty"`

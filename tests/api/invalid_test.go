@@ -1,0 +1,130 @@
+package api_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// TestInvalidDatabasesAreRejected applies invalid manifests to the API server
+// and expects each to be rejected with a message naming the field.
+func TestInvalidDatabasesAreRejected(t *testing.T) {
+	cases := []struct {
+		name      string
+		dbName    string
+		spec      string
+		wantField string
+		wantText  string
+	}{
+		{name: "unknown engine", spec: "  engine: oracle\n  storage: {size: 1Gi}\n", wantField: "spec.engine", wantText: "Unsupported value"},
+		{name: "missing engine", spec: "  storage: {size: 1Gi}\n", wantField: "spec.engine", wantText: "Required"},
+		{name: "missing storage", spec: "  engine: postgres\n", wantField: "spec.storage", wantText: "Required"},
+		{name: "unknown tier", spec: validSpec + "  tier: huge\n", wantField: "spec.tier", wantText: "Unsupported value"},
+		{name: "zero replicas", spec: validSpec + "  replicas: 0\n", wantField: "spec.replicas", wantText: "greater than or equal to 1"},
+		{name: "too many replicas", spec: validSpec + "  replicas: 100\n", wantField: "spec.replicas", wantText: "less than or equal to 16"},
+		{name: "version not a number", spec: "  engine: postgres\n  version: latest\n  storage: {size: 1Gi}\n", wantField: "spec.version", wantText: "should match"},
+		{name: "unsupported postgres version", spec: "  engine: postgres\n  version: \"9.6\"\n  storage: {size: 1Gi}\n", wantField: "spec.version", wantText: "not a supported version"},
+		{name: "unsupported mysql version", spec: "  engine: mysql\n  version: \"5.7\"\n  storage: {size: 1Gi}\n", wantField: "spec.version", wantText: "not a supported version"},
+		{name: "storage too small", spec: "  engine: postgres\n  storage: {size: \"0\"}\n", wantField: "spec.storage.size", wantText: "at least 1Mi"},
+		{name: "storage not a quantity", spec: "  engine: postgres\n  storage: {size: lots}\n", wantField: "spec.storage.size", wantText: ""},
+		{name: "unknown deletion policy", spec: validSpec + "  deletionPolicy: Snapshot\n", wantField: "spec.deletionPolicy", wantText: "Unsupported value"},
+		{name: "autopilot replicas min above max", spec: validSpec + "  autopilot: {mode: Recommend, replicas: {min: 4, max: 2}, tiers: {min: small, max: large}}\n", wantField: "spec.autopilot.replicas.min", wantText: "must not exceed"},
+		{name: "autopilot tiers min above max", spec: validSpec + "  autopilot: {mode: Recommend, replicas: {min: 1, max: 2}, tiers: {min: large, max: small}}\n", wantField: "spec.autopilot.tiers.min", wantText: "larger tier"},
+		{name: "autopilot on without bounds", spec: validSpec + "  autopilot: {mode: Auto}\n", wantField: "spec.autopilot.replicas", wantText: "required when"},
+		{name: "replicas outside autopilot bounds", spec: validSpec + "  replicas: 6\n  autopilot: {mode: Auto, replicas: {min: 1, max: 3}, tiers: {min: small, max: large}}\n", wantField: "spec.replicas", wantText: "within spec.autopilot.replicas"},
+		{name: "tier outside autopilot bounds", spec: validSpec + "  tier: xlarge\n  autopilot: {mode: Auto, replicas: {min: 1, max: 3}, tiers: {min: small, max: large}}\n", wantField: "spec.tier", wantText: "within spec.autopilot.tiers"},
+		{name: "autopilot cpu target out of range", spec: validSpec + "  autopilot: {mode: \"Off\", targets: {cpuUtilizationPercent: 200}}\n", wantField: "spec.autopilot.targets.cpuUtilizationPercent", wantText: "less than or equal to 95"},
+		{name: "autopilot max size below size", spec: validSpec + "  autopilot: {mode: \"Off\", storage: {maxSize: 5Gi}}\n", wantField: "spec.autopilot.storage.maxSize", wantText: "must not be smaller"},
+		{name: "cron in words", spec: validSpec + "  backup: {schedule: every hour, destination: {volume: {claimName: b}}}\n", wantField: "spec.backup.schedule", wantText: "should match"},
+		{name: "cron minute out of range", spec: validSpec + "  backup: {schedule: \"61 * * * *\", destination: {volume: {claimName: b}}}\n", wantField: "spec.backup.schedule", wantText: "should match"},
+		{name: "cron with four fields", spec: validSpec + "  backup: {schedule: \"0 * * *\", destination: {volume: {claimName: b}}}\n", wantField: "spec.backup.schedule", wantText: "should match"},
+		{name: "backup with two destinations", spec: validSpec + "  backup: {schedule: \"@daily\", destination: {volume: {claimName: b}, s3: {bucket: bkt, credentialsSecretName: s}}}\n", wantField: "spec.backup.destination", wantText: "exactly one"},
+		{name: "backup without destination", spec: validSpec + "  backup: {schedule: \"@daily\", destination: {}}\n", wantField: "spec.backup.destination", wantText: "exactly one"},
+		{name: "s3 endpoint not http", spec: validSpec + "  backup: {schedule: \"@daily\", destination: {s3: {bucket: bkt, endpoint: \"ftp://x\", credentialsSecretName: s}}}\n", wantField: "spec.backup.destination.s3.endpoint", wantText: "should match"},
+		{name: "zero retention", spec: validSpec + "  backup: {schedule: \"@daily\", retention: 0, destination: {volume: {claimName: b}}}\n", wantField: "spec.backup.retention", wantText: "greater than or equal to 1"},
+		{name: "name too long", dbName: "a-database-name-that-is-much-too-long-for-children", spec: validSpec, wantField: "metadata.name", wantText: "at most 40 characters"},
+		{name: "name starting with a digit", dbName: "1orders", spec: validSpec, wantField: "metadata.name", wantText: "start with a letter"},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			name := tc.dbName
+			if name == "" {
+				name = fmt.Sprintf("invalid-%d", i)
+			}
+			err := k8sClient.Create(context.Background(), manifest(t, database(name, tc.spec)))
+			g.Expect(err).To(HaveOccurred(), "the API server accepted:\n%s", tc.spec)
+			g.Expect(err.Error()).To(ContainSubstring(tc.wantField), "the error names the field")
+			g.Expect(err.Error()).To(ContainSubstring(tc.wantText))
+		})
+	}
+}
+
+// TestInvalidUpdatesAreRejected creates a valid Database and expects each
+// forbidden change to be rejected with a message naming the field.
+func TestInvalidUpdatesAreRejected(t *testing.T) {
+	base := "  engine: postgres\n  version: \"16.2\"\n  storage: {size: 10Gi, storageClassName: standard}\n  credentialsSecretName: mine\n"
+	cases := []struct {
+		name      string
+		from, to  string
+		wantField string
+		wantText  string
+	}{
+		{name: "engine change", from: base, to: "  engine: mysql\n  version: \"8.4\"\n  storage: {size: 10Gi, storageClassName: standard}\n  credentialsSecretName: mine\n", wantField: "spec.engine", wantText: "immutable"},
+		{name: "storage shrink", from: base, to: "  engine: postgres\n  version: \"16.2\"\n  storage: {size: 5Gi, storageClassName: standard}\n  credentialsSecretName: mine\n", wantField: "spec.storage.size", wantText: "cannot shrink"},
+		{name: "storage class change", from: base, to: "  engine: postgres\n  version: \"16.2\"\n  storage: {size: 10Gi, storageClassName: fast}\n  credentialsSecretName: mine\n", wantField: "spec.storage.storageClassName", wantText: "immutable"},
+		{name: "version downgrade", from: base, to: "  engine: postgres\n  version: \"16.1\"\n  storage: {size: 10Gi, storageClassName: standard}\n  credentialsSecretName: mine\n", wantField: "spec.version", wantText: "cannot be downgraded"},
+		{name: "major upgrade", from: base, to: "  engine: postgres\n  version: \"17\"\n  storage: {size: 10Gi, storageClassName: standard}\n  credentialsSecretName: mine\n", wantField: "spec.version", wantText: "major version upgrades"},
+		{name: "version removed", from: base, to: "  engine: postgres\n  storage: {size: 10Gi, storageClassName: standard}\n  credentialsSecretName: mine\n", wantField: "spec.version", wantText: "cannot be removed"},
+		{name: "version set to another major", from: "  engine: postgres\n  storage: {size: 10Gi}\n", to: "  engine: postgres\n  version: \"15\"\n  storage: {size: 10Gi}\n", wantField: "spec.version", wantText: "major"},
+		{name: "credentials secret change", from: base, to: "  engine: postgres\n  version: \"16.2\"\n  storage: {size: 10Gi, storageClassName: standard}\n  credentialsSecretName: other\n", wantField: "spec.credentialsSecretName", wantText: "immutable"},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			g := NewWithT(t)
+			ctx := context.Background()
+			obj := manifest(t, database(fmt.Sprintf("update-%d", i), tc.from))
+			g.Expect(k8sClient.Create(ctx, obj)).To(Succeed())
+			t.Cleanup(func() { _ = k8sClient.Delete(ctx, obj) })
+			updated := manifest(t, database(obj.GetName(), tc.to))
+			updated.SetResourceVersion(obj.GetResourceVersion())
+			err := k8sClient.Update(ctx, updated)
+			g.Expect(err).To(HaveOccurred(), "the API server accepted the change to:\n%s", tc.to)
+			g.Expect(err.Error()).To(ContainSubstring(tc.wantField), "the error names the field")
+			g.Expect(err.Error()).To(ContainSubstring(tc.wantText))
+		})
+	}
+}
+
+// TestValidChangesAreAccepted guards against rules that reject too much:
+// minor upgrades, growing storage, scaling and the defaults.
+func TestValidChangesAreAccepted(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	obj := manifest(t, database("valid", "  engine: postgres\n  version: \"16.2\"\n  storage: {size: 10Gi}\n  autopilot: {mode: Auto, replicas: {min: 1, max: 5}, tiers: {min: small, max: large}, storage: {maxSize: 50Gi}}\n  backup: {schedule: \"0 */6 * * 1-5\", destination: {s3: {bucket: backups, endpoint: \"https://s3.local\", credentialsSecretName: s3}}}\n"))
+	g.Expect(k8sClient.Create(ctx, obj)).To(Succeed())
+	spec := obj.Object["spec"].(map[string]any)
+	g.Expect(spec["replicas"]).To(BeEquivalentTo(1), "replicas defaults to 1")
+	g.Expect(spec["tier"]).To(Equal("small"), "tier defaults to small")
+	g.Expect(spec["deletionPolicy"]).To(Equal("Retain"), "deletionPolicy defaults to Retain")
+
+	g.Expect(unstructured.SetNestedField(obj.Object, "16.4", "spec", "version")).To(Succeed())
+	g.Expect(unstructured.SetNestedField(obj.Object, "20Gi", "spec", "storage", "size")).To(Succeed())
+	g.Expect(unstructured.SetNestedField(obj.Object, int64(3), "spec", "replicas")).To(Succeed())
+	g.Expect(unstructured.SetNestedField(obj.Object, "large", "spec", "tier")).To(Succeed())
+	g.Expect(k8sClient.Update(ctx, obj)).To(Succeed())
+
+	mysql := manifest(t, database("valid-mysql", "  engine: mysql\n  storage: {size: 1Gi}\n"))
+	g.Expect(k8sClient.Create(ctx, mysql)).To(Succeed())
+	g.Expect(unstructured.SetNestedField(mysql.Object, "8.4.3", "spec", "version")).To(Succeed())
+	g.Expect(k8sClient.Update(ctx, mysql)).To(Succeed(), "setting the default major version is not a major upgrade")
+
+	// The scale subresource moves spec.replicas, as kubectl scale and HPA do.
+	g.Expect(k8sClient.SubResource("scale").Update(ctx, obj, client.WithSubResourceBody(scaleTo(obj, 4)))).To(Succeed())
+	g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(obj), obj)).To(Succeed())
+	g.Expect(obj.Object["spec"].(map[string]any)["replicas"]).To(BeEquivalentTo(4))
+}
