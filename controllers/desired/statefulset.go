@@ -246,15 +246,20 @@ func volumeClaimTemplate(db *dbpilotv1alpha1.Database, size resource.Quantity) *
 	}
 	spec := corev1ac.PersistentVolumeClaimSpec().
 		WithAccessModes(corev1.ReadWriteOnce).
+		WithVolumeMode(corev1.PersistentVolumeFilesystem).
 		WithResources(corev1ac.VolumeResourceRequirements().
 			WithRequests(corev1.ResourceList{corev1.ResourceStorage: size}))
 	if db.Spec.Storage.StorageClassName != nil {
 		spec.WithStorageClassName(*db.Spec.Storage.StorageClassName)
 	}
-	// No namespace, kind or apiVersion: a claim template carries none.
+	// No namespace, kind or apiVersion: a claim template carries none. The
+	// template list is atomic, so the fields the API server would default
+	// (volumeMode above, status here) are spelled out; otherwise they would
+	// differ from what is applied and every pass would write.
 	template := &corev1ac.PersistentVolumeClaimApplyConfiguration{}
 	return template.
 		WithName(db.VolumeClaimTemplateName()).
 		WithLabels(db.CommonLabels()).
-		WithSpec(spec)
+		WithSpec(spec).
+		WithStatus(corev1ac.PersistentVolumeClaimStatus().WithPhase(corev1.ClaimPending))
 }

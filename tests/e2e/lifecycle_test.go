@@ -1,0 +1,286 @@
+package e2e_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
+	"github.com/dbpilot/dbpilot/controllers/desired"
+)
+
+// TestCreateBecomesAvailable creates a PostgreSQL Database in a namespace that
+// enforces PodSecurity restricted and checks every child and the status.
+func TestCreateBecomesAvailable(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := restrictedNamespace(t, "create")
+	startOperator(t, ns)
+
+	db := newDatabase(ns, "orders", dbpilotv1alpha1.EnginePostgres)
+	g.Expect(k8sClient.Create(ctx, db)).To(Succeed())
+	waitConverged(g, db)
+
+	g.Expect(db.Finalizers).To(ContainElement(dbpilotv1alpha1.Finalizer))
+	g.Expect(db.Status.Tier).To(Equal(dbpilotv1alpha1.TierSmall))
+	g.Expect(db.Status.Version).To(Equal("16"))
+	g.Expect(db.Status.Ready).To(Equal("1/1"))
+	g.Expect(db.Status.Selector).To(Equal("dbpilot.io/database=orders"))
+	g.Expect(db.Status.CredentialsSecret).To(Equal("orders-credentials"))
+	g.Expect(db.Status.Endpoints).To(Equal(&dbpilotv1alpha1.Endpoints{
+		ReadWrite: "orders-rw.create.svc:5432", ReadOnly: "orders-ro.create.svc:5432",
+	}))
+
+	secret := &corev1.Secret{}
+	g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "orders-credentials"}, secret)).To(Succeed())
+	for _, key := range desired.CredentialKeys {
+		g.Expect(secret.Data).To(HaveKey(key))
+	}
+	g.Expect(len(secret.Data[desired.SecretKeyPassword])).To(BeNumerically(">=", 32))
+	g.Expect(secret.Data[desired.SecretKeyPassword]).NotTo(Equal(secret.Data[desired.SecretKeySuperuserPassword]))
+	for _, cond := range db.Status.Conditions {
+		g.Expect(cond.Message).NotTo(ContainSubstring(string(secret.Data[desired.SecretKeyPassword])), "no secret in status")
+	}
+
+	cm := &corev1.ConfigMap{}
+	g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "orders-config"}, cm)).To(Succeed())
+	g.Expect(cm.Data[desired.PostgresConfigFile]).To(ContainSubstring("shared_buffers = 256MB"))
+
+	for name, role := range map[string]string{"orders-rw": dbpilotv1alpha1.RolePrimary, "orders-ro": dbpilotv1alpha1.RolePrimary} {
+		svc := &corev1.Service{}
+		g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, svc)).To(Succeed())
+		g.Expect(svc.Spec.Selector).To(HaveKeyWithValue(dbpilotv1alpha1.LabelRole, role), "service %s", name)
+	}
+	headless := &corev1.Service{}
+	g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "orders-headless"}, headless)).To(Succeed())
+	g.Expect(headless.Spec.ClusterIP).To(Equal(corev1.ClusterIPNone))
+
+	sts := statefulSetOf(g, db)
+	container := sts.Spec.Template.Spec.Containers[0]
+	g.Expect(container.Image).To(Equal("docker.io/library/postgres:16"))
+	g.Expect(container.Resources.Limits.Cpu().String()).To(Equal("500m"))
+	g.Expect(container.Resources.Limits.Memory().String()).To(Equal("1Gi"))
+	g.Expect(sts.Spec.PersistentVolumeClaimRetentionPolicy.WhenScaled).To(BeEquivalentTo("Retain"))
+	g.Expect(sts.OwnerReferences).To(HaveLen(1))
+
+	pods := podsOf(g, db)
+	g.Expect(pods).To(HaveLen(1))
+	g.Expect(pods[0].Labels).To(HaveKeyWithValue(dbpilotv1alpha1.LabelRole, dbpilotv1alpha1.RolePrimary))
+	claim := &corev1.PersistentVolumeClaim{}
+	g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: claimName(db, 0)}, claim)).To(Succeed())
+	g.Expect(claim.Status.Phase).To(Equal(corev1.ClaimBound))
+
+	// No PodDisruptionBudget with a single pod: it would block node drains.
+	pdb := &policyv1.PodDisruptionBudget{}
+	err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "orders"}, pdb)
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "no PDB for one pod, got %v", err)
+}
+
+// TestScaleUpAndDownKeepsVolumes scales 1 -> 3 -> 1 and checks the Services,
+// the PodDisruptionBudget, and that scaling down keeps every volume.
+func TestScaleUpAndDownKeepsVolumes(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := restrictedNamespace(t, "scale")
+	startOperator(t, ns)
+
+	db := newDatabase(ns, "inventory", dbpilotv1alpha1.EngineMariaDB)
+	g.Expect(k8sClient.Create(ctx, db)).To(Succeed())
+	waitConverged(g, db)
+
+	update(g, db, func(db *dbpilotv1alpha1.Database) { db.Spec.Replicas = ptr.To[int32](3) })
+	waitConverged(g, db)
+	g.Expect(db.Status.Ready).To(Equal("3/3"))
+	roles := map[string]string{}
+	for _, pod := range podsOf(g, db) {
+		roles[pod.Name] = pod.Labels[dbpilotv1alpha1.LabelRole]
+	}
+	g.Expect(roles).To(Equal(map[string]string{"inventory-0": "primary", "inventory-1": "replica", "inventory-2": "replica"}))
+	ro := &corev1.Service{}
+	g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "inventory-ro"}, ro)).To(Succeed())
+	g.Expect(ro.Spec.Selector).To(HaveKeyWithValue(dbpilotv1alpha1.LabelRole, dbpilotv1alpha1.RoleReplica))
+	pdb := &policyv1.PodDisruptionBudget{}
+	g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "inventory"}, pdb)).To(Succeed())
+	g.Expect(pdb.Spec.MaxUnavailable.IntValue()).To(Equal(1))
+	g.Eventually(func(g Gomega) {
+		g.Expect(eventReasons(g, db)).To(ContainElement(dbpilotv1alpha1.EventReasonScaled))
+	}, 30*time.Second, pollInterval).Should(Succeed())
+
+	update(g, db, func(db *dbpilotv1alpha1.Database) { db.Spec.Replicas = ptr.To[int32](1) })
+	waitConverged(g, db)
+	g.Eventually(func(g Gomega) { g.Expect(podsOf(g, db)).To(HaveLen(1)) }, convergeTimeout, pollInterval).Should(Succeed())
+	g.Expect(claimNames(g, db)).To(ConsistOf(claimName(db, 0), claimName(db, 1), claimName(db, 2)), "scaling down keeps volumes")
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "inventory"}, pdb))
+	}, convergeTimeout, pollInterval).Should(BeTrue(), "PDB removed at one pod")
+}
+
+// TestTierChangeRollsReplicasFirst moves a 3-pod Database from small to large
+// and checks resources, tuned configuration, and that the primary restarts
+// only after both replicas run the new tier.
+func TestTierChangeRollsReplicasFirst(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := restrictedNamespace(t, "tier")
+	startOperator(t, ns)
+
+	db := newDatabase(ns, "ledger", dbpilotv1alpha1.EnginePostgres)
+	db.Spec.Replicas = ptr.To[int32](3)
+	g.Expect(k8sClient.Create(ctx, db)).To(Succeed())
+	waitConverged(g, db)
+	before := map[string]string{}
+	for _, pod := range podsOf(g, db) {
+		before[pod.Name] = string(pod.UID)
+	}
+
+	update(g, db, func(db *dbpilotv1alpha1.Database) { db.Spec.Tier = dbpilotv1alpha1.TierLarge })
+
+	// While the replicas roll, the primary keeps its old pod.
+	sawPartition := false
+	g.Eventually(func(g Gomega) {
+		sts := statefulSetOf(g, db)
+		if p := sts.Spec.UpdateStrategy.RollingUpdate.Partition; p != nil && *p == 1 {
+			sawPartition = true
+		}
+		for _, pod := range podsOf(g, db) {
+			if pod.Name == "ledger-0" && string(pod.UID) != before["ledger-0"] {
+				// The primary was replaced: both replicas must already be large.
+				for _, other := range podsOf(g, db) {
+					if other.Name != "ledger-0" {
+						g.Expect(other.Annotations[desired.AnnotationTier]).To(Equal("large"), "replica %s rolled before the primary", other.Name)
+					}
+				}
+			}
+		}
+		fetch(g, db)
+		g.Expect(db.Status.Tier).To(Equal(dbpilotv1alpha1.TierLarge))
+	}, convergeTimeout, 50*time.Millisecond).Should(Succeed())
+	g.Expect(sawPartition).To(BeTrue(), "the rollout held the primary back with partition 1")
+	waitConverged(g, db)
+
+	for _, pod := range podsOf(g, db) {
+		g.Expect(string(pod.UID)).NotTo(Equal(before[pod.Name]), "pod %s was rolled", pod.Name)
+		g.Expect(pod.Spec.Containers[0].Resources.Limits.Memory().Cmp(resource.MustParse("4Gi"))).To(BeZero())
+		g.Expect(pod.Spec.Containers[0].Resources.Limits.Cpu().String()).To(Equal("2"))
+	}
+	cm := &corev1.ConfigMap{}
+	g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "ledger-config"}, cm)).To(Succeed())
+	g.Expect(cm.Data[desired.PostgresConfigFile]).To(ContainSubstring("shared_buffers = 1024MB"))
+	g.Expect(cm.Data[desired.PostgresConfigFile]).To(ContainSubstring("max_connections = 400"))
+	g.Expect(*statefulSetOf(g, db).Spec.UpdateStrategy.RollingUpdate.Partition).To(BeZero(), "partition back to 0")
+	g.Expect(eventReasons(g, db)).To(ContainElement(dbpilotv1alpha1.EventReasonTierChanged))
+}
+
+// TestMinorUpgrade raises a minor version and checks image, status and Event.
+func TestMinorUpgrade(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := restrictedNamespace(t, "upgrade")
+	startOperator(t, ns)
+
+	db := newDatabase(ns, "billing", dbpilotv1alpha1.EngineMySQL)
+	db.Spec.Version = "8.4.2"
+	db.Spec.Replicas = ptr.To[int32](2)
+	g.Expect(k8sClient.Create(ctx, db)).To(Succeed())
+	waitConverged(g, db)
+	g.Expect(db.Status.Version).To(Equal("8.4.2"))
+
+	update(g, db, func(db *dbpilotv1alpha1.Database) { db.Spec.Version = "8.4.3" })
+	g.Eventually(func(g Gomega) {
+		fetch(g, db)
+		g.Expect(db.Status.Version).To(Equal("8.4.3"))
+	}, convergeTimeout, pollInterval).Should(Succeed())
+	waitConverged(g, db)
+	for _, pod := range podsOf(g, db) {
+		g.Expect(pod.Spec.Containers[0].Image).To(Equal("docker.io/library/mysql:8.4.3"))
+	}
+	g.Expect(eventReasons(g, db)).To(ContainElement(dbpilotv1alpha1.EventReasonUpgraded))
+}
+
+// TestPausedStopsChanges pauses a Database, changes it, and checks nothing
+// moves until it is unpaused.
+func TestPausedStopsChanges(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := restrictedNamespace(t, "paused")
+	startOperator(t, ns)
+
+	db := newDatabase(ns, "catalog", dbpilotv1alpha1.EnginePostgres)
+	g.Expect(k8sClient.Create(ctx, db)).To(Succeed())
+	waitConverged(g, db)
+
+	update(g, db, func(db *dbpilotv1alpha1.Database) {
+		db.Spec.Paused = true
+		db.Spec.Replicas = ptr.To[int32](2)
+	})
+	g.Eventually(func(g Gomega) {
+		fetch(g, db)
+		g.Expect(db.Status.Phase).To(Equal(dbpilotv1alpha1.PhasePaused))
+		g.Expect(db.Status.ObservedGeneration).To(Equal(db.Generation))
+	}, convergeTimeout, pollInterval).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		g.Expect(*statefulSetOf(g, db).Spec.Replicas).To(Equal(int32(1)))
+	}, 5*time.Second, pollInterval).Should(Succeed())
+
+	update(g, db, func(db *dbpilotv1alpha1.Database) { db.Spec.Paused = false })
+	waitConverged(g, db)
+	g.Expect(db.Status.ReadyReplicas).To(Equal(int32(2)))
+}
+
+// TestUserCredentialsSecret references a Secret that does not exist yet: the
+// Database is Degraded naming the Secret, then proceeds once it exists, and
+// dbpilot never writes to it.
+func TestUserCredentialsSecret(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := restrictedNamespace(t, "usercreds")
+	startOperator(t, ns)
+
+	db := newDatabase(ns, "crm", dbpilotv1alpha1.EnginePostgres)
+	db.Spec.CredentialsSecretName = "crm-own"
+	g.Expect(k8sClient.Create(ctx, db)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		fetch(g, db)
+		g.Expect(db.Status.Phase).To(Equal(dbpilotv1alpha1.PhaseFailed))
+		degraded := findCondition(db, dbpilotv1alpha1.ConditionDegraded)
+		g.Expect(degraded).NotTo(BeNil())
+		g.Expect(degraded.Reason).To(Equal(dbpilotv1alpha1.ReasonCredentialsInvalid))
+		g.Expect(degraded.Message).To(ContainSubstring("crm-own"))
+	}, convergeTimeout, pollInterval).Should(Succeed())
+
+	secret := &corev1.Secret{}
+	secret.Namespace, secret.Name = ns, "crm-own"
+	secret.StringData = map[string]string{"username": "crm", "password": "s3cret-value-1", "superuser-password": "s3cret-value-2"}
+	g.Expect(k8sClient.Create(ctx, secret)).To(Succeed())
+	version := secret.ResourceVersion
+	g.Eventually(func(g Gomega) {
+		fetch(g, db)
+		g.Expect(db.Status.Phase).To(Equal(dbpilotv1alpha1.PhaseRunning))
+	}, convergeTimeout, pollInterval).Should(Succeed())
+	fetch(g, secret)
+	g.Expect(secret.ResourceVersion).To(Equal(version), "the user's Secret is never written")
+	env := statefulSetOf(g, db).Spec.Template.Spec.Containers[0].Env
+	var refs []string
+	for _, e := range env {
+		if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
+			refs = append(refs, e.ValueFrom.SecretKeyRef.Name)
+		}
+		g.Expect(strings.Contains(e.Value, "s3cret")).To(BeFalse(), "no secret value in the pod spec")
+	}
+	g.Expect(refs).To(HaveEach("crm-own"))
+}

@@ -1,0 +1,86 @@
+// Package e2e_test runs the operator against the real local control plane
+// (etcd, kube-apiserver, controller-manager, scheduler, kwok) and checks the
+// state of the world: Databases, their children, pods and volumes.
+package e2e_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/dbpilot/dbpilot/internal/options"
+	"github.com/dbpilot/dbpilot/tests/cluster"
+)
+
+var (
+	restConfig *rest.Config
+	k8sClient  client.Client
+	clientset  kubernetes.Interface
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) (code int) {
+	logf.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapLevel())))
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	c, err := cluster.Start(ctx, cluster.Config{})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "starting control plane: %v\n", err)
+		return 1
+	}
+	code = 1
+	defer func() {
+		stop := c.Stop
+		if code != 0 {
+			stop = c.StopKeepingLogs
+			fmt.Fprintf(os.Stderr, "control plane logs kept in %s\n", c.LogDir())
+		}
+		if err := stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "stopping control plane: %v\n", err)
+		}
+		if err := c.CheckStopped(); err != nil {
+			fmt.Fprintf(os.Stderr, "processes left running: %v\n", err)
+			code = 1
+		}
+	}()
+	restConfig = c.RESTConfig
+	root, err := cluster.RepoRoot()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if _, err := envtest.InstallCRDs(restConfig, envtest.CRDInstallOptions{
+		Paths:              []string{filepath.Join(root, "config", "crd", "bases")},
+		ErrorIfPathMissing: true,
+	}); err != nil {
+		fmt.Fprintf(os.Stderr, "installing CRDs: %v\n", err)
+		return 1
+	}
+	scheme, err := options.Scheme()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if k8sClient, err = client.New(restConfig, client.Options{Scheme: scheme}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if clientset, err = kubernetes.NewForConfig(restConfig); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return m.Run()
+}
