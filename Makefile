@@ -171,7 +171,11 @@ $(KUSTOMIZE):
 	$(BUILD_TOOL) "kustomize $(KUSTOMIZE_VERSION)" env GOBIN=$(dir $(KUSTOMIZE)) $(GO) install sigs.k8s.io/kustomize/kustomize/v5@$(KUSTOMIZE_VERSION)
 
 .PHONY: tools
-tools: controlplane $(CONTROLLER_GEN) $(KUSTOMIZE) ## Build every pinned tool.
+tools: controlplane controller-gen kustomize ## Build every pinned tool.
+
+.PHONY: controller-gen kustomize
+controller-gen: $(CONTROLLER_GEN) ## Build controller-gen.
+kustomize: $(KUSTOMIZE) ## Build kustomize.
 
 .PHONY: clean
 clean: ## Remove built binaries (keeps the tool cache) and local cluster state.
