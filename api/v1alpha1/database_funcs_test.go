@@ -1,0 +1,90 @@
+package v1alpha1
+
+import (
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+func int32Ptr(v int32) *int32 { return &v }
+
+func autopilotDatabase(mode AutopilotMode, rec *AutopilotRecommendation) *Database {
+	db := &Database{Spec: DatabaseSpec{
+		Engine: EnginePostgres, Replicas: int32Ptr(2), Tier: TierMedium,
+		Autopilot: &AutopilotSpec{Mode: mode, Replicas: &ReplicaBounds{Min: 1, Max: 4}, Tiers: &TierBounds{Min: TierSmall, Max: TierLarge}},
+	}}
+	db.Status.Autopilot = &AutopilotStatus{Recommendation: rec}
+	return db
+}
+
+func TestEffectiveReplicasAndTier(t *testing.T) {
+	cases := []struct {
+		name         string
+		db           *Database
+		wantReplicas int32
+		wantTier     Tier
+	}{
+		{"no autopilot uses the spec", &Database{Spec: DatabaseSpec{Replicas: int32Ptr(3), Tier: TierLarge}}, 3, TierLarge},
+		{"defaults when unset", &Database{}, 1, TierSmall},
+		{"recommend mode uses the spec", autopilotDatabase(AutopilotRecommend, &AutopilotRecommendation{Replicas: int32Ptr(4), Tier: TierLarge}), 2, TierMedium},
+		{"auto mode applies the recommendation", autopilotDatabase(AutopilotAuto, &AutopilotRecommendation{Replicas: int32Ptr(4), Tier: TierLarge}), 4, TierLarge},
+		{"auto mode clamps to the bounds", autopilotDatabase(AutopilotAuto, &AutopilotRecommendation{Replicas: int32Ptr(9), Tier: Tier2XLarge}), 4, TierLarge},
+		{"auto mode clamps from below", autopilotDatabase(AutopilotAuto, &AutopilotRecommendation{Replicas: int32Ptr(0)}), 1, TierMedium},
+		{"no recommendation falls back to the spec", autopilotDatabase(AutopilotAuto, nil), 2, TierMedium},
+		{"unknown tier falls back to the spec", autopilotDatabase(AutopilotAuto, &AutopilotRecommendation{Tier: "huge"}), 2, TierMedium},
+	}
+	for _, tc := range cases {
+		if got := tc.db.EffectiveReplicas(); got != tc.wantReplicas {
+			t.Errorf("%s: EffectiveReplicas = %d, want %d", tc.name, got, tc.wantReplicas)
+		}
+		if got := tc.db.EffectiveTier(); got != tc.wantTier {
+			t.Errorf("%s: EffectiveTier = %s, want %s", tc.name, got, tc.wantTier)
+		}
+	}
+}
+
+// TestChildNamesFitAtMaximumNameLength checks the CRD's 40-character name
+// limit keeps every derived name a valid DNS label, including the revision
+// label the StatefulSet controller puts on pods.
+func TestChildNamesFitAtMaximumNameLength(t *testing.T) {
+	db := &Database{}
+	db.Name = "a" + strings.Repeat("b", 38) + "c"
+	names := []string{
+		db.StatefulSetName() + "-15", db.HeadlessServiceName(), db.ReadWriteServiceName(), db.ReadOnlyServiceName(),
+		db.ConfigMapName(), db.CredentialsSecretName(), db.PodDisruptionBudgetName(),
+		db.VolumeClaimTemplateName() + "-" + db.StatefulSetName() + "-15",
+		db.StatefulSetName() + "-" + strings.Repeat("f", 10), // controller-revision-hash
+	}
+	for _, name := range names {
+		if errs := validation.IsDNS1035Label(name); len(errs) > 0 {
+			t.Errorf("%s: %v", name, errs)
+		}
+	}
+}
+
+func TestTierTableGrowsWithEachStep(t *testing.T) {
+	tiers := Tiers()
+	for i := 1; i < len(tiers); i++ {
+		prev, _ := tiers[i-1].Size()
+		next, _ := tiers[i].Size()
+		if next.CPU.Cmp(prev.CPU) <= 0 || next.Memory.Cmp(prev.Memory) <= 0 || next.MaxConnections <= prev.MaxConnections || next.Capacity != 2*prev.Capacity {
+			t.Errorf("tier %s is not a doubling of %s", tiers[i], tiers[i-1])
+		}
+		if tiers[i].Index() != i || TierAt(i) != tiers[i] {
+			t.Errorf("tier %s index %d", tiers[i], tiers[i].Index())
+		}
+	}
+	if TierAt(-3) != TierSmall || TierAt(99) != Tier2XLarge || Tier("huge").Index() != -1 {
+		t.Errorf("TierAt or Index do not clamp")
+	}
+}
+
+func TestEngineDefaults(t *testing.T) {
+	for engine, want := range map[Engine]string{EnginePostgres: "docker.io/library/postgres:16", EngineMySQL: "docker.io/library/mysql:8.4", EngineMariaDB: "docker.io/library/mariadb:11.4"} {
+		db := &Database{Spec: DatabaseSpec{Engine: engine}}
+		if got := db.Image(); got != want {
+			t.Errorf("%s: image %s, want %s", engine, got, want)
+		}
+	}
+}

@@ -1,0 +1,174 @@
+package controllers
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
+)
+
+var testNow = metav1.NewTime(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
+
+func testDatabase(replicas int32) *dbpilotv1alpha1.Database {
+	db := &dbpilotv1alpha1.Database{Spec: dbpilotv1alpha1.DatabaseSpec{
+		Engine: dbpilotv1alpha1.EnginePostgres, Replicas: ptr.To(replicas),
+		Storage: dbpilotv1alpha1.StorageSpec{Size: resource.MustParse("1Gi")},
+	}}
+	db.Name, db.Namespace, db.Generation = "db", "ns", 4
+	return db
+}
+
+func pod(name string, ready bool, since time.Time) corev1.Pod {
+	status := corev1.ConditionFalse
+	if ready {
+		status = corev1.ConditionTrue
+	}
+	p := corev1.Pod{Status: corev1.PodStatus{Conditions: []corev1.PodCondition{{
+		Type: corev1.PodReady, Status: status, LastTransitionTime: metav1.NewTime(since),
+	}}}}
+	p.Name = name
+	p.CreationTimestamp = metav1.NewTime(since)
+	return p
+}
+
+func sts(replicas, ready, updated int32, current, update string) *appsv1.StatefulSet {
+	s := &appsv1.StatefulSet{Status: appsv1.StatefulSetStatus{
+		ObservedGeneration: 1, Replicas: replicas, ReadyReplicas: ready, UpdatedReplicas: updated,
+		CurrentRevision: current, UpdateRevision: update,
+	}}
+	s.Generation = 1
+	return s
+}
+
+func TestBuildConditions(t *testing.T) {
+	recent := testNow.Add(-time.Minute)
+	old := testNow.Add(-time.Hour)
+	cases := []struct {
+		name                                     string
+		db                                       *dbpilotv1alpha1.Database
+		obs                                      observation
+		available, progressing, degraded         metav1.ConditionStatus
+		progressingReason, degradedReason, phase string
+	}{
+		{
+			name: "creating", db: testDatabase(1), obs: observation{},
+			available: metav1.ConditionFalse, progressing: metav1.ConditionTrue, degraded: metav1.ConditionFalse,
+			progressingReason: dbpilotv1alpha1.ReasonCreating, degradedReason: dbpilotv1alpha1.ReasonAsExpected, phase: "Provisioning",
+		},
+		{
+			name: "running", db: testDatabase(2),
+			obs:       observation{statefulSet: sts(2, 2, 2, "a", "a"), pods: []corev1.Pod{pod("db-0", true, old), pod("db-1", true, old)}},
+			available: metav1.ConditionTrue, progressing: metav1.ConditionFalse, degraded: metav1.ConditionFalse,
+			progressingReason: dbpilotv1alpha1.ReasonReconciled, degradedReason: dbpilotv1alpha1.ReasonAsExpected, phase: "Running",
+		},
+		{
+			name: "scaling up", db: testDatabase(3),
+			obs:       observation{statefulSet: sts(2, 2, 2, "a", "a"), pods: []corev1.Pod{pod("db-0", true, old), pod("db-1", true, old)}},
+			available: metav1.ConditionTrue, progressing: metav1.ConditionTrue, degraded: metav1.ConditionFalse,
+			progressingReason: dbpilotv1alpha1.ReasonScaling, degradedReason: dbpilotv1alpha1.ReasonAsExpected, phase: "Updating",
+		},
+		{
+			name: "rolling a tier change", db: testDatabase(3),
+			obs:       observation{statefulSet: sts(3, 3, 1, "a", "b"), pods: []corev1.Pod{pod("db-0", true, old), pod("db-1", true, old), pod("db-2", true, recent)}},
+			available: metav1.ConditionTrue, progressing: metav1.ConditionTrue, degraded: metav1.ConditionFalse,
+			progressingReason: dbpilotv1alpha1.ReasonRollingUpdate, degradedReason: dbpilotv1alpha1.ReasonAsExpected, phase: "Updating",
+		},
+		{
+			name: "replica stuck not ready", db: testDatabase(2),
+			obs:       observation{statefulSet: sts(2, 1, 2, "a", "a"), pods: []corev1.Pod{pod("db-0", true, old), pod("db-1", false, old)}},
+			available: metav1.ConditionTrue, progressing: metav1.ConditionTrue, degraded: metav1.ConditionTrue,
+			progressingReason: dbpilotv1alpha1.ReasonScaling, degradedReason: dbpilotv1alpha1.ReasonReplicasNotReady, phase: "Degraded",
+		},
+		{
+			name: "replica starting is not degraded", db: testDatabase(2),
+			obs:       observation{statefulSet: sts(2, 1, 2, "a", "a"), pods: []corev1.Pod{pod("db-0", true, old), pod("db-1", false, recent)}},
+			available: metav1.ConditionTrue, progressing: metav1.ConditionTrue, degraded: metav1.ConditionFalse,
+			progressingReason: dbpilotv1alpha1.ReasonScaling, degradedReason: dbpilotv1alpha1.ReasonAsExpected, phase: "Updating",
+		},
+		{
+			name: "primary down", db: testDatabase(1),
+			obs:       observation{statefulSet: sts(1, 0, 1, "a", "a"), pods: []corev1.Pod{pod("db-0", false, old)}},
+			available: metav1.ConditionFalse, progressing: metav1.ConditionTrue, degraded: metav1.ConditionTrue,
+			progressingReason: dbpilotv1alpha1.ReasonCreating, degradedReason: dbpilotv1alpha1.ReasonReplicasNotReady, phase: "Degraded",
+		},
+		{
+			name: "credentials missing", db: testDatabase(1),
+			obs:       observation{credentialsProblem: "Secret x does not exist"},
+			available: metav1.ConditionFalse, progressing: metav1.ConditionTrue, degraded: metav1.ConditionTrue,
+			progressingReason: dbpilotv1alpha1.ReasonCreating, degradedReason: dbpilotv1alpha1.ReasonCredentialsInvalid, phase: "Failed",
+		},
+		{
+			name: "reconcile error", db: testDatabase(1),
+			obs:       observation{statefulSet: sts(1, 1, 1, "a", "a"), pods: []corev1.Pod{pod("db-0", true, old)}, reconcileErr: errors.New("applying Service: conflict")},
+			available: metav1.ConditionTrue, progressing: metav1.ConditionFalse, degraded: metav1.ConditionTrue,
+			progressingReason: dbpilotv1alpha1.ReasonReconciled, degradedReason: dbpilotv1alpha1.ReasonReconcileFailed, phase: "Degraded",
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			conditions := buildConditions(tc.db, tc.obs, nil, testNow)
+			check := func(condType string, want metav1.ConditionStatus, reason string) {
+				cond := meta.FindStatusCondition(conditions, condType)
+				if cond == nil {
+					t.Fatalf("%s missing", condType)
+				}
+				if cond.Status != want || (reason != "" && cond.Reason != reason) {
+					t.Errorf("%s = %s/%s (%s), want %s/%s", condType, cond.Status, cond.Reason, cond.Message, want, reason)
+				}
+				if cond.ObservedGeneration != tc.db.Generation {
+					t.Errorf("%s observedGeneration = %d, want %d", condType, cond.ObservedGeneration, tc.db.Generation)
+				}
+			}
+			check(dbpilotv1alpha1.ConditionAvailable, tc.available, "")
+			check(dbpilotv1alpha1.ConditionProgressing, tc.progressing, tc.progressingReason)
+			check(dbpilotv1alpha1.ConditionDegraded, tc.degraded, tc.degradedReason)
+			if got := phaseOf(tc.db, conditions); string(got) != tc.phase {
+				t.Errorf("phase = %s, want %s", got, tc.phase)
+			}
+		})
+	}
+}
+
+func TestBuildConditionsKeepsTransitionTimes(t *testing.T) {
+	db := testDatabase(1)
+	obs := observation{statefulSet: sts(1, 1, 1, "a", "a"), pods: []corev1.Pod{pod("db-0", true, testNow.Add(-time.Hour))}}
+	first := buildConditions(db, obs, nil, testNow)
+	later := metav1.NewTime(testNow.Add(time.Hour))
+	second := buildConditions(db, obs, first, later)
+	for _, cond := range second {
+		if !cond.LastTransitionTime.Equal(&testNow) {
+			t.Errorf("%s moved its lastTransitionTime without a change of status", cond.Type)
+		}
+	}
+}
+
+func TestMissingKeysProblemNamesKeysNotValues(t *testing.T) {
+	secret := &corev1.Secret{Data: map[string][]byte{"username": []byte("app"), "password": []byte("hunter2-value")}}
+	secret.Name = "creds"
+	got := missingKeysProblem(secret)
+	if got != "Secret creds lacks the keys superuser-password" {
+		t.Errorf("problem = %q", got)
+	}
+	secret.Data["superuser-password"] = []byte("x")
+	if got := missingKeysProblem(secret); got != "" {
+		t.Errorf("complete Secret reported as %q", got)
+	}
+}
+
+func TestGeneratedPasswordsAreLongAndDistinct(t *testing.T) {
+	creds, err := generateCredentials()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(creds.Password) < 32 || len(creds.SuperuserPassword) < 32 || creds.Password == creds.SuperuserPassword {
+		t.Errorf("weak or repeated passwords: %d and %d characters", len(creds.Password), len(creds.SuperuserPassword))
+	}
+}

@@ -1,0 +1,101 @@
+package desired_test
+
+import (
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
+
+	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
+	"github.com/dbpilot/dbpilot/controllers/desired"
+)
+
+func database(engine dbpilotv1alpha1.Engine, tier dbpilotv1alpha1.Tier, replicas int32) *dbpilotv1alpha1.Database {
+	db := &dbpilotv1alpha1.Database{Spec: dbpilotv1alpha1.DatabaseSpec{
+		Engine: engine, Tier: tier, Replicas: ptr.To(replicas),
+		Storage: dbpilotv1alpha1.StorageSpec{Size: resource.MustParse("1Gi")},
+	}}
+	db.Name, db.Namespace = "db", "ns"
+	return db
+}
+
+func TestEngineConfigFollowsTier(t *testing.T) {
+	cases := []struct {
+		engine dbpilotv1alpha1.Engine
+		tier   dbpilotv1alpha1.Tier
+		want   []string
+	}{
+		{dbpilotv1alpha1.EnginePostgres, dbpilotv1alpha1.TierSmall, []string{"max_connections = 100", "shared_buffers = 256MB", "effective_cache_size = 768MB"}},
+		{dbpilotv1alpha1.EnginePostgres, dbpilotv1alpha1.TierLarge, []string{"max_connections = 400", "shared_buffers = 1024MB", "effective_cache_size = 3072MB"}},
+		{dbpilotv1alpha1.EnginePostgres, dbpilotv1alpha1.Tier2XLarge, []string{"max_connections = 1600", "shared_buffers = 4096MB", "effective_cache_size = 12288MB"}},
+		{dbpilotv1alpha1.EngineMySQL, dbpilotv1alpha1.TierSmall, []string{"max_connections = 100", "innodb_buffer_pool_size = 512M"}},
+		{dbpilotv1alpha1.EngineMariaDB, dbpilotv1alpha1.TierXLarge, []string{"max_connections = 800", "innodb_buffer_pool_size = 5734M"}},
+	}
+	for _, tc := range cases {
+		_, content := desired.EngineConfig(database(tc.engine, tc.tier, 1))
+		for _, line := range tc.want {
+			if !strings.Contains(content, line+"\n") {
+				t.Errorf("%s %s: config lacks %q:\n%s", tc.engine, tc.tier, line, content)
+			}
+		}
+	}
+}
+
+func TestConfigChecksumChangesOnlyWithConfig(t *testing.T) {
+	small := database(dbpilotv1alpha1.EnginePostgres, dbpilotv1alpha1.TierSmall, 1)
+	scaled := database(dbpilotv1alpha1.EnginePostgres, dbpilotv1alpha1.TierSmall, 3)
+	large := database(dbpilotv1alpha1.EnginePostgres, dbpilotv1alpha1.TierLarge, 1)
+	if desired.ConfigChecksum(small) != desired.ConfigChecksum(scaled) {
+		t.Errorf("scaling changed the config checksum, which would roll every pod")
+	}
+	if desired.ConfigChecksum(small) == desired.ConfigChecksum(large) {
+		t.Errorf("a tier change kept the config checksum, so pods would not pick up the new tuning")
+	}
+}
+
+func TestTemplateHashIgnoresReplicas(t *testing.T) {
+	one := desired.TemplateHash(desired.PodTemplate(database(dbpilotv1alpha1.EngineMySQL, dbpilotv1alpha1.TierSmall, 1)))
+	five := desired.TemplateHash(desired.PodTemplate(database(dbpilotv1alpha1.EngineMySQL, dbpilotv1alpha1.TierSmall, 5)))
+	if one != five {
+		t.Errorf("the pod template depends on replicas: scaling would roll pods")
+	}
+	medium := desired.TemplateHash(desired.PodTemplate(database(dbpilotv1alpha1.EngineMySQL, dbpilotv1alpha1.TierMedium, 1)))
+	if one == medium {
+		t.Errorf("the pod template does not depend on the tier")
+	}
+}
+
+func TestPodIsRestricted(t *testing.T) {
+	for _, engine := range []dbpilotv1alpha1.Engine{dbpilotv1alpha1.EnginePostgres, dbpilotv1alpha1.EngineMySQL, dbpilotv1alpha1.EngineMariaDB} {
+		spec := desired.PodTemplate(database(engine, dbpilotv1alpha1.TierSmall, 1)).Spec
+		if !*spec.SecurityContext.RunAsNonRoot || *spec.SecurityContext.SeccompProfile.Type != "RuntimeDefault" {
+			t.Errorf("%s: pod security context is not restricted", engine)
+		}
+		for _, c := range spec.Containers {
+			sc := c.SecurityContext
+			if *sc.AllowPrivilegeEscalation || len(sc.Capabilities.Drop) != 1 || sc.Capabilities.Drop[0] != "ALL" {
+				t.Errorf("%s/%s: container may escalate or keeps capabilities", engine, *c.Name)
+			}
+		}
+	}
+}
+
+func TestReadOnlyServiceFallsBackToPrimary(t *testing.T) {
+	for replicas, role := range map[int32]string{1: dbpilotv1alpha1.RolePrimary, 2: dbpilotv1alpha1.RoleReplica} {
+		svc := desired.ReadOnlyService(database(dbpilotv1alpha1.EnginePostgres, dbpilotv1alpha1.TierSmall, replicas))
+		if got := svc.Spec.Selector[dbpilotv1alpha1.LabelRole]; got != role {
+			t.Errorf("replicas=%d: read-only Service selects %q, want %q", replicas, got, role)
+		}
+	}
+}
+
+func TestClaimTemplateKeepsLiveSize(t *testing.T) {
+	db := database(dbpilotv1alpha1.EnginePostgres, dbpilotv1alpha1.TierSmall, 1)
+	db.Spec.Storage.Size = resource.MustParse("50Gi")
+	sts := desired.StatefulSet(db, desired.StatefulSetOptions{ClaimSize: resource.MustParse("10Gi")})
+	got := (*sts.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests)["storage"]
+	if got.String() != "10Gi" {
+		t.Errorf("claim template size = %s, want the live 10Gi (templates are immutable)", got.String())
+	}
+}

@@ -1,0 +1,82 @@
+package desired_test
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/yaml"
+
+	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
+	"github.com/dbpilot/dbpilot/controllers/desired"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files from the builders' output")
+
+// goldenDatabases cover each engine, one and several pods, a tier above the
+// default, a storage class and deletionPolicy Delete.
+func goldenDatabases() map[string]*dbpilotv1alpha1.Database {
+	meta := func(name string) metav1.ObjectMeta {
+		return metav1.ObjectMeta{Name: name, Namespace: "shop", UID: "0b6f0a8e-2f0e-4a7e-9f4c-000000000001"}
+	}
+	return map[string]*dbpilotv1alpha1.Database{
+		"postgres-single": {ObjectMeta: meta("orders"), Spec: dbpilotv1alpha1.DatabaseSpec{
+			Engine: dbpilotv1alpha1.EnginePostgres, Replicas: ptr.To[int32](1), Tier: dbpilotv1alpha1.TierSmall,
+			Storage: dbpilotv1alpha1.StorageSpec{Size: resource.MustParse("20Gi")},
+		}},
+		"mysql-replicated": {ObjectMeta: meta("billing"), Spec: dbpilotv1alpha1.DatabaseSpec{
+			Engine: dbpilotv1alpha1.EngineMySQL, Version: "8.4.3", Replicas: ptr.To[int32](3), Tier: dbpilotv1alpha1.TierLarge,
+			Storage:        dbpilotv1alpha1.StorageSpec{Size: resource.MustParse("100Gi"), StorageClassName: ptr.To("fast")},
+			DeletionPolicy: dbpilotv1alpha1.DeletionPolicyDelete,
+		}},
+		"mariadb-user-credentials": {ObjectMeta: meta("catalog"), Spec: dbpilotv1alpha1.DatabaseSpec{
+			Engine: dbpilotv1alpha1.EngineMariaDB, Replicas: ptr.To[int32](2), Tier: dbpilotv1alpha1.Tier2XLarge,
+			Storage: dbpilotv1alpha1.StorageSpec{Size: resource.MustParse("1Ti")}, CredentialsSecretName: "catalog-own",
+		}},
+	}
+}
+
+// TestGolden renders every child of each golden Database and compares it
+// with testdata/<name>.yaml. Run with -update after an intended change, and
+// review the diff: a changed pod template restarts every database.
+func TestGolden(t *testing.T) {
+	for name, db := range goldenDatabases() {
+		t.Run(name, func(t *testing.T) {
+			objects := []any{
+				desired.ConfigMap(db),
+				desired.HeadlessService(db),
+				desired.ReadWriteService(db),
+				desired.ReadOnlyService(db),
+				desired.StatefulSet(db, desired.StatefulSetOptions{}),
+			}
+			if desired.NeedsPodDisruptionBudget(db) {
+				objects = append(objects, desired.PodDisruptionBudget(db))
+			}
+			var got []byte
+			for _, obj := range objects {
+				data, err := yaml.Marshal(obj)
+				if err != nil {
+					t.Fatalf("marshalling %T: %v", obj, err)
+				}
+				got = append(append(got, "---\n"...), data...)
+			}
+			path := filepath.Join("testdata", name+".yaml")
+			if *update {
+				if err := os.WriteFile(path, got, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("reading golden file (run with -update to create it): %v", err)
+			}
+			if string(got) != string(want) {
+				t.Errorf("%s differs from the builders' output; run `go test ./controllers/desired -update` and review the diff", path)
+			}
+		})
+	}
+}

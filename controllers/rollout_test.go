@@ -1,0 +1,49 @@
+package controllers
+
+import (
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	"github.com/dbpilot/dbpilot/controllers/desired"
+)
+
+func liveStatefulSet(hash string, partition int32, status appsv1.StatefulSetStatus) *appsv1.StatefulSet {
+	return &appsv1.StatefulSet{
+		ObjectMeta: metav1.ObjectMeta{Generation: 2, Annotations: map[string]string{desired.AnnotationTemplateHash: hash}},
+		Spec: appsv1.StatefulSetSpec{UpdateStrategy: appsv1.StatefulSetUpdateStrategy{
+			RollingUpdate: &appsv1.RollingUpdateStatefulSetStrategy{Partition: ptr.To(partition)},
+		}},
+		Status: status,
+	}
+}
+
+func TestRolloutPartition(t *testing.T) {
+	settled := appsv1.StatefulSetStatus{ObservedGeneration: 2, CurrentRevision: "a", UpdateRevision: "a", ReadyReplicas: 3, UpdatedReplicas: 3}
+	replicasRolling := appsv1.StatefulSetStatus{ObservedGeneration: 2, CurrentRevision: "a", UpdateRevision: "b", ReadyReplicas: 2, UpdatedReplicas: 1}
+	replicasDone := appsv1.StatefulSetStatus{ObservedGeneration: 2, CurrentRevision: "a", UpdateRevision: "b", ReadyReplicas: 3, UpdatedReplicas: 2}
+	notObserved := appsv1.StatefulSetStatus{ObservedGeneration: 1, CurrentRevision: "a", UpdateRevision: "a", ReadyReplicas: 3, UpdatedReplicas: 3}
+	cases := []struct {
+		name     string
+		live     *appsv1.StatefulSet
+		hash     string
+		replicas int32
+		want     int32
+	}{
+		{"no StatefulSet yet", nil, "h1", 3, 0},
+		{"single pod rolls at once", liveStatefulSet("h0", 0, settled), "h1", 1, 0},
+		{"new template holds the primary back", liveStatefulSet("h0", 0, settled), "h1", 3, 1},
+		{"replicas still rolling", liveStatefulSet("h1", 1, replicasRolling), "h1", 3, 1},
+		{"replicas updated and ready release the primary", liveStatefulSet("h1", 1, replicasDone), "h1", 3, 0},
+		{"controller has not observed the template yet", liveStatefulSet("h1", 1, notObserved), "h1", 3, 1},
+		{"settled stays at zero", liveStatefulSet("h1", 0, settled), "h1", 3, 0},
+		{"settled after a finished rollout drops the partition", liveStatefulSet("h1", 1, settled), "h1", 3, 0},
+	}
+	for _, tc := range cases {
+		if got := rolloutPartition(tc.live, tc.hash, tc.replicas); got != tc.want {
+			t.Errorf("%s: partition = %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}

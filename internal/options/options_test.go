@@ -1,0 +1,58 @@
+package options
+
+import (
+	"flag"
+	"slices"
+	"testing"
+)
+
+func TestWatchNamespacesFromFlag(t *testing.T) {
+	cases := map[string][]string{
+		"":                 nil,
+		"shop":             {"shop"},
+		"shop, billing ,,": {"shop", "billing"},
+	}
+	for value, want := range cases {
+		opts := Default()
+		fs := flag.NewFlagSet("test", flag.ContinueOnError)
+		opts.BindFlags(fs)
+		if err := fs.Parse([]string{"--watch-namespaces=" + value}); err != nil {
+			t.Fatal(err)
+		}
+		if got := opts.Namespaces(); !slices.Equal(got, want) {
+			t.Errorf("%q: namespaces %v, want %v", value, got, want)
+		}
+		mgr, err := opts.ManagerOptions()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(mgr.Cache.DefaultNamespaces) != len(want) {
+			t.Errorf("%q: cache watches %d namespaces, want %d", value, len(mgr.Cache.DefaultNamespaces), len(want))
+		}
+	}
+}
+
+func TestWatchNamespaceEnvIsTheDefault(t *testing.T) {
+	t.Setenv(WatchNamespaceEnv, "a,b")
+	if got := Default().Namespaces(); !slices.Equal(got, []string{"a", "b"}) {
+		t.Errorf("namespaces from %s = %v", WatchNamespaceEnv, got)
+	}
+}
+
+func TestManagerOptionsRejectsZeroReconciles(t *testing.T) {
+	opts := Default()
+	opts.MaxConcurrentReconciles = 0
+	if _, err := opts.ManagerOptions(); err == nil {
+		t.Error("accepted --max-concurrent-reconciles=0")
+	}
+}
+
+func TestMetricsAreAuthenticatedByDefault(t *testing.T) {
+	mgr, err := Default().ManagerOptions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !mgr.Metrics.SecureServing || mgr.Metrics.FilterProvider == nil {
+		t.Error("metrics are served without TLS or without the authentication/authorization filter")
+	}
+}
