@@ -87,6 +87,10 @@ test-unit: ## Unit tests: pure builders, setters, the decision engine.
 test-integration: controlplane ## Integration and end-to-end tests on the local control plane.
 	$(GO) test -count=1 -p 1 -timeout 40m ./tests/...
 
+.PHONY: bench-reconcile
+bench-reconcile: controlplane manifests ## Print the time from create to Available for 1 and for 50 Databases.
+	$(GO) test -count=1 -run '^$$' -bench BenchmarkCreateToAvailable -benchtime 1x -timeout 30m ./tests/e2e/
+
 .PHONY: bench-controlplane
 bench-controlplane: controlplane ## Print the local control plane's start time and a 3-replica StatefulSet's time to Ready.
 	$(GO) test -count=1 -run '^$$' -bench BenchmarkControlPlane -benchtime 3x ./tests/cluster/

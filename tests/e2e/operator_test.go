@@ -53,7 +53,7 @@ func (op *operator) writeRequests() []string {
 
 // startOperator runs a manager that watches namespace, as the real binary is
 // wired, and stops it in cleanup.
-func startOperator(t *testing.T, namespace string) *operator {
+func startOperator(t testing.TB, namespace string) *operator {
 	t.Helper()
 	op := &operator{done: make(chan error, 1)}
 	cfg := rest.CopyConfig(restConfig)
@@ -100,7 +100,7 @@ func startOperator(t *testing.T, namespace string) *operator {
 }
 
 // stop stops the manager and waits for it to return.
-func (op *operator) stop(t *testing.T) {
+func (op *operator) stop(t testing.TB) {
 	op.once.Do(func() {
 		op.cancel()
 		select {
@@ -120,7 +120,7 @@ func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { re
 
 // restrictedNamespace creates a namespace that enforces PodSecurity
 // restricted, so every pod the operator makes must be admissible there.
-func restrictedNamespace(t *testing.T, name string) string {
+func restrictedNamespace(t testing.TB, name string) string {
 	t.Helper()
 	ctx := context.Background()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
