@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -69,6 +71,7 @@ func (r *DatabaseReconciler) writeStatus(ctx context.Context, s *scope, reconcil
 		reconcileErr:       reconcileErr,
 	}
 	status := buildStatus(s.db, obs, metav1.NewTime(r.clock().Now()))
+	r.recordDegraded(s.db, status.Conditions)
 	current := s.db.Status.DeepCopy()
 	current.Autopilot = nil
 	if equality.Semantic.DeepEqual(*current, status) {
@@ -94,4 +97,14 @@ func (r *DatabaseReconciler) clock() clock.PassiveClock {
 		return clock.RealClock{}
 	}
 	return r.Clock
+}
+
+// recordDegraded records a Warning Event when the Database becomes Degraded:
+// the condition changed from not True to True in this pass.
+func (r *DatabaseReconciler) recordDegraded(db *dbpilotv1alpha1.Database, conditions []metav1.Condition) {
+	now := meta.FindStatusCondition(conditions, dbpilotv1alpha1.ConditionDegraded)
+	if now == nil || now.Status != metav1.ConditionTrue || meta.IsStatusConditionTrue(db.Status.Conditions, dbpilotv1alpha1.ConditionDegraded) {
+		return
+	}
+	r.Recorder.Eventf(db, nil, corev1.EventTypeWarning, dbpilotv1alpha1.EventReasonDegraded, "Degrade", "%s: %s", now.Reason, now.Message)
 }
