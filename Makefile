@@ -15,6 +15,15 @@ ETCD_VERSION ?= v3.6.16
 KWOK_VERSION ?= v0.8.0
 CONTROLLER_GEN_VERSION ?= v0.21.0
 KUSTOMIZE_VERSION ?= v5.8.1
+OPERATOR_SDK_VERSION ?= v1.33.0
+OPM_VERSION ?= v1.69.0
+
+# The bundle: channels follow the stable/fast/candidate naming.
+CHANNELS ?= candidate,fast,stable
+DEFAULT_CHANNEL ?= stable
+BUNDLE_IMG ?= $(IMAGE_TAG_BASE)-bundle:v$(VERSION)
+CATALOG_IMG ?= $(IMAGE_TAG_BASE)-catalog:v$(VERSION)
+BUNDLE_GEN_FLAGS ?= -q --overwrite --version $(VERSION) --channels=$(CHANNELS) --default-channel=$(DEFAULT_CHANNEL)
 
 SHELL := /usr/bin/env bash -o pipefail
 .SHELLFLAGS := -ec
@@ -28,18 +37,26 @@ ETCD := $(LOCALBIN)/etcd/$(ETCD_VERSION)/etcd
 KWOK := $(LOCALBIN)/kwok/$(KWOK_VERSION)/kwok
 CONTROLLER_GEN := $(LOCALBIN)/controller-gen/$(CONTROLLER_GEN_VERSION)/controller-gen
 KUSTOMIZE := $(LOCALBIN)/kustomize/$(KUSTOMIZE_VERSION)/kustomize
+OPERATOR_SDK := $(LOCALBIN)/operator-sdk/$(OPERATOR_SDK_VERSION)/operator-sdk
+SCORECARD_TEST := $(LOCALBIN)/operator-sdk/$(OPERATOR_SDK_VERSION)/scorecard-test
+OPM := $(LOCALBIN)/opm/$(OPM_VERSION)/opm
 KUBECTL := $(LOCALBIN)/kubectl
 BUILD_TOOL := hack/build-tool.sh
 
 # Progress of tool builds: "[n/m] building X", where m counts the tools that
 # are missing when make starts.
-TOOL_FILES = $(KUBE_DIR)/.built $(ETCD) $(KWOK) $(CONTROLLER_GEN) $(KUSTOMIZE)
+TOOL_FILES = $(KUBE_DIR)/.built $(ETCD) $(KWOK) $(CONTROLLER_GEN) $(KUSTOMIZE) $(OPERATOR_SDK) $(OPM)
 export BUILD_TOTAL := $(words $(filter-out $(wildcard $(TOOL_FILES)),$(TOOL_FILES)))
 export BUILD_COUNTER := $(LOCALBIN)/.build-count-$(shell echo $$PPID)
 
 KUBE_LDFLAGS := -s -w $(foreach pkg,k8s.io/component-base/version k8s.io/client-go/pkg/version,\
 	-X $(pkg).gitVersion=$(KUBE_VERSION) -X $(pkg).gitMajor=$(word 2,$(subst ., ,$(KUBE_VERSION:v%=x.%))) \
 	-X $(pkg).gitMinor=$(word 3,$(subst ., ,$(KUBE_VERSION:v%=x.%))) -X $(pkg).gitTreeState=clean)
+
+OSDK_VERSION_PKG := github.com/operator-framework/operator-sdk/internal/version
+OPERATOR_SDK_LDFLAGS := -s -w -X $(OSDK_VERSION_PKG).Version=$(OPERATOR_SDK_VERSION) \
+	-X $(OSDK_VERSION_PKG).GitVersion=$(OPERATOR_SDK_VERSION) -X $(OSDK_VERSION_PKG).GitCommit=$(OPERATOR_SDK_VERSION) \
+	-X $(OSDK_VERSION_PKG).KubernetesVersion=v1.27.8 -X $(OSDK_VERSION_PKG).ImageVersion=$(OPERATOR_SDK_VERSION)
 
 # Debian packages for the suites that run real databases and Prometheus.
 DEBIAN_PACKAGES ?= prometheus postgresql-15 mariadb-server prometheus-postgres-exporter prometheus-mysqld-exporter
@@ -77,7 +94,7 @@ vet: ## Run go vet.
 ##@ Test
 
 .PHONY: test
-test: deps controlplane verify-generated vet test-unit test-integration ## Run every test suite (installs and builds what it needs).
+test: deps controlplane verify-generated vet test-unit test-olm test-integration ## Run every test suite (installs and builds what it needs).
 
 .PHONY: test-unit
 test-unit: ## Unit tests: pure builders, setters, the decision engine.
@@ -94,6 +111,49 @@ bench-reconcile: controlplane manifests ## Print the time from create to Availab
 .PHONY: bench-controlplane
 bench-controlplane: controlplane ## Print the local control plane's start time and a 3-replica StatefulSet's time to Ready.
 	$(GO) test -count=1 -run '^$$' -bench BenchmarkControlPlane -benchtime 3x ./tests/cluster/
+
+##@ OLM bundle
+
+.PHONY: bundle
+bundle: manifests $(KUSTOMIZE) $(OPERATOR_SDK) ## Generate bundle/ and bundle.Dockerfile the operator-sdk way (reproducible).
+	$(OPERATOR_SDK) generate kustomize manifests -q --interactive=false
+	cd config/manager && $(KUSTOMIZE) edit set image controller=$(IMG)
+	$(KUSTOMIZE) build config/manifests | $(OPERATOR_SDK) generate bundle $(BUNDLE_GEN_FLAGS)
+
+.PHONY: verify-bundle
+verify-bundle: bundle ## Fail when the committed bundle differs from what `make bundle` generates.
+	@git diff --exit-code -- bundle bundle.Dockerfile config/manifests || { echo "the bundle is out of date: run 'make bundle' and commit"; exit 1; }
+	@test -z "$$(git status --porcelain -- bundle)" || { git status --porcelain -- bundle; echo "untracked bundle files: run 'make bundle' and commit"; exit 1; }
+
+.PHONY: bundle-validate
+bundle-validate: $(OPERATOR_SDK) ## Validate the bundle with operator-framework/api (OperatorHub suite) and operator-sdk.
+	cd hack/tools/olm && $(GO) run ./bundle-validate --k8s-version=1.36 $(CURDIR)/bundle
+	$(OPERATOR_SDK) bundle validate ./bundle --select-optional suite=operatorframework --optional-values=k8s-version=1.36
+
+.PHONY: scorecard
+scorecard: $(OPERATOR_SDK) $(SCORECARD_TEST) ## Scorecard: the real `operator-sdk scorecard` with a cluster that runs pods (SCORECARD_CLUSTER=1), else the six built-in tests offline.
+ifeq ($(SCORECARD_CLUSTER),1)
+	$(OPERATOR_SDK) scorecard bundle --wait-time 120s
+else
+	cd hack/tools/olm && $(GO) run ./scorecard-offline --scorecard-test $(SCORECARD_TEST) --bundle $(CURDIR)/bundle --work-dir $(LOCALBIN)/scorecard-root
+endif
+
+.PHONY: catalog
+catalog: $(OPM) ## Render the bundle into the file-based catalog catalog/ and validate it.
+	hack/render-catalog.sh $(OPM) bundle catalog/dbpilot $(BUNDLE_IMG) $(DEFAULT_CHANNEL) $(CHANNELS)
+	$(OPM) validate catalog
+
+.PHONY: catalog-build
+catalog-build: catalog ## Build the catalog image (needs a container engine).
+	$(CONTAINER_TOOL) build -f catalog.Dockerfile -t $(CATALOG_IMG) .
+
+.PHONY: bundle-build
+bundle-build: ## Build the bundle image (needs a container engine).
+	$(CONTAINER_TOOL) build -f bundle.Dockerfile -t $(BUNDLE_IMG) .
+
+.PHONY: test-olm
+test-olm: verify-bundle bundle-validate scorecard catalog ## The OLM checks: bundle up to date, validators, scorecard, catalog.
+	@git diff --exit-code -- catalog || { echo "the catalog is out of date: run 'make catalog' and commit"; exit 1; }
 
 ##@ Run
 
@@ -174,8 +234,24 @@ $(CONTROLLER_GEN):
 $(KUSTOMIZE):
 	$(BUILD_TOOL) "kustomize $(KUSTOMIZE_VERSION)" env GOBIN=$(dir $(KUSTOMIZE)) $(GO) install sigs.k8s.io/kustomize/kustomize/v5@$(KUSTOMIZE_VERSION)
 
+$(OPERATOR_SDK) $(SCORECARD_TEST) &: hack/tools/operator-sdk/go.mod hack/tools/operator-sdk/go.sum
+	cd hack/tools/operator-sdk && ../../../$(BUILD_TOOL) "operator-sdk and scorecard-test $(OPERATOR_SDK_VERSION)" \
+		env CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(OPERATOR_SDK_LDFLAGS)" -o $(dir $(OPERATOR_SDK)) \
+		github.com/operator-framework/operator-sdk/cmd/operator-sdk github.com/operator-framework/operator-sdk/images/scorecard-test
+	touch $(OPERATOR_SDK) $(SCORECARD_TEST)
+
+$(OPM): hack/tools/opm/go.mod hack/tools/opm/go.sum
+	cd hack/tools/opm && ../../../$(BUILD_TOOL) "opm $(OPM_VERSION)" \
+		env CGO_ENABLED=0 $(GO) build -trimpath -tags json1,containers_image_openpgp \
+		-ldflags "-s -w -X github.com/operator-framework/operator-registry/cmd/opm/version.gitCommit=$(OPM_VERSION) -X github.com/operator-framework/operator-registry/cmd/opm/version.opmVersion=$(OPM_VERSION)" \
+		-o $(OPM) github.com/operator-framework/operator-registry/cmd/opm
+
 .PHONY: tools
-tools: controlplane controller-gen kustomize ## Build every pinned tool.
+tools: controlplane controller-gen kustomize operator-sdk opm ## Build every pinned tool.
+
+.PHONY: operator-sdk opm
+operator-sdk: $(OPERATOR_SDK) $(SCORECARD_TEST) ## Build operator-sdk and the scorecard test program.
+opm: $(OPM) ## Build opm.
 
 .PHONY: controller-gen kustomize
 controller-gen: $(CONTROLLER_GEN) ## Build controller-gen.

@@ -14,7 +14,7 @@ fi
 total=${BUILD_TOTAL:-1}
 (( n > total )) && total=$n
 start=$(date +%s)
-echo ">> [$n/$total] building $name (a cold build of the control plane takes 5-20 minutes)"
+echo ">> [$n/$total] building $name (first builds take minutes; cached by version under bin/)"
 # A heartbeat every 30 s shows the build is alive on slow machines.
 ( while sleep 30; do echo "   ... still building $name, $(( $(date +%s) - start ))s elapsed"; done ) &
 heartbeat=$!

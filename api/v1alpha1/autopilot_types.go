@@ -15,18 +15,22 @@ type AutopilotSpec struct {
 	// YAML: unquoted, YAML reads it as the boolean false.
 	// +optional
 	// +kubebuilder:default=Off
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Auto-pilot Mode",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:fieldGroup:autopilot","urn:alm:descriptor:com.tectonic.ui:select:Off","urn:alm:descriptor:com.tectonic.ui:select:Recommend","urn:alm:descriptor:com.tectonic.ui:select:Auto"}
 	Mode AutopilotMode `json:"mode,omitempty"`
 
 	// replicas bounds the number of pods the auto-pilot may choose.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Replica Bounds",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:fieldGroup:autopilot"}
 	Replicas *ReplicaBounds `json:"replicas,omitempty"`
 
 	// tiers bounds the tiers the auto-pilot may choose.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Tier Bounds",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:fieldGroup:autopilot"}
 	Tiers *TierBounds `json:"tiers,omitempty"`
 
 	// targets are the utilizations the auto-pilot steers towards.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Targets",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:fieldGroup:autopilot","urn:alm:descriptor:com.tectonic.ui:advanced"}
 	Targets *AutopilotTargets `json:"targets,omitempty"`
 
 	// scaleUpStabilizationSeconds is how long a breach must last before the
@@ -54,6 +58,7 @@ type AutopilotSpec struct {
 
 	// storage lets the auto-pilot grow volumes before they fill up.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Storage Auto-grow",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:fieldGroup:autopilot","urn:alm:descriptor:com.tectonic.ui:advanced"}
 	Storage *StorageAutoGrow `json:"storage,omitempty"`
 }
 
@@ -64,12 +69,14 @@ type ReplicaBounds struct {
 	// +required
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=16
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Fewest Pods",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:fieldGroup:autopilot","urn:alm:descriptor:com.tectonic.ui:podCount"}
 	Min int32 `json:"min"`
 
 	// max is the most pods the auto-pilot may run.
 	// +required
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=16
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Most Pods",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:fieldGroup:autopilot","urn:alm:descriptor:com.tectonic.ui:podCount"}
 	Max int32 `json:"max"`
 }
 
@@ -141,10 +148,12 @@ type AutopilotStatus struct {
 	// recommendation is the replicas, tier and storage size the auto-pilot
 	// wants. In Auto mode the reconciler applies it, clamped to the bounds.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Auto-pilot Recommendation",xDescriptors={"urn:alm:descriptor:text"}
 	Recommendation *AutopilotRecommendation `json:"recommendation,omitempty"`
 
 	// lastDecision is the most recent change of recommendation.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Last Auto-pilot Decision",xDescriptors={"urn:alm:descriptor:text"}
 	LastDecision *AutopilotDecision `json:"lastDecision,omitempty"`
 
 	// nextEligibleTime is the earliest time the auto-pilot may change the

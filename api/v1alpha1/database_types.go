@@ -60,6 +60,7 @@ const (
 // Database is a PostgreSQL, MySQL or MariaDB database run by dbpilot: one
 // primary and zero or more replicas, sized by a tier, optionally scaled by the
 // auto-pilot within the bounds its owner sets.
+// +operator-sdk:csv:customresourcedefinitions:displayName="Database",resources={{StatefulSet,v1,""},{Service,v1,""},{Secret,v1,""},{ConfigMap,v1,""},{PodDisruptionBudget,v1,""},{PersistentVolumeClaim,v1,""},{Pod,v1,""}}
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:subresource:scale:specpath=.spec.replicas,statuspath=.status.replicas,selectorpath=.status.selector
@@ -108,6 +109,7 @@ type DatabaseSpec struct {
 	// changed after creation.
 	// +required
 	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.engine is immutable: create a new Database and migrate the data"
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Engine",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:select:postgres","urn:alm:descriptor:com.tectonic.ui:select:mysql","urn:alm:descriptor:com.tectonic.ui:select:mariadb"}
 	Engine Engine `json:"engine"`
 
 	// version is the engine version, as "MAJOR", "MAJOR.MINOR" or
@@ -118,6 +120,7 @@ type DatabaseSpec struct {
 	// +optional
 	// +kubebuilder:validation:Pattern=`^[0-9]+(\.[0-9]+){0,2}$`
 	// +kubebuilder:validation:MaxLength=16
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Version",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
 	Version string `json:"version,omitempty"`
 
 	// replicas is the number of pods: one primary plus replicas-1 streaming
@@ -127,6 +130,7 @@ type DatabaseSpec struct {
 	// +kubebuilder:default=1
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=16
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Replicas",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:podCount"}
 	Replicas *int32 `json:"replicas,omitempty"`
 
 	// tier is the resource class of every pod: small, medium, large, xlarge or
@@ -135,10 +139,12 @@ type DatabaseSpec struct {
 	// replicas first.
 	// +optional
 	// +kubebuilder:default=small
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Tier",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:select:small","urn:alm:descriptor:com.tectonic.ui:select:medium","urn:alm:descriptor:com.tectonic.ui:select:large","urn:alm:descriptor:com.tectonic.ui:select:xlarge","urn:alm:descriptor:com.tectonic.ui:select:2xlarge"}
 	Tier Tier `json:"tier,omitempty"`
 
 	// storage is the volume of each pod. It can grow but never shrink.
 	// +required
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Storage",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:fieldGroup:storage"}
 	Storage StorageSpec `json:"storage"`
 
 	// credentialsSecretName names an existing Secret in the Database's namespace
@@ -147,15 +153,18 @@ type DatabaseSpec struct {
 	// regenerates it. It cannot be changed after creation.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Credentials Secret",xDescriptors={"urn:alm:descriptor:io.kubernetes:Secret"}
 	CredentialsSecretName string `json:"credentialsSecretName,omitempty"`
 
 	// backup schedules backups of the Database.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Backup",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:fieldGroup:backup"}
 	Backup *BackupSpec `json:"backup,omitempty"`
 
 	// autopilot lets dbpilot move replicas, tier and storage within bounds from
 	// Prometheus metrics.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Auto-pilot",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:fieldGroup:autopilot"}
 	Autopilot *AutopilotSpec `json:"autopilot,omitempty"`
 
 	// deletionPolicy says what happens to the volumes when the Database is
@@ -164,11 +173,13 @@ type DatabaseSpec struct {
 	// deletes a volume.
 	// +optional
 	// +kubebuilder:default=Retain
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Deletion Policy",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:select:Retain","urn:alm:descriptor:com.tectonic.ui:select:Delete"}
 	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
 
 	// paused stops dbpilot from changing anything for this Database until it is
 	// set back to false. Status is still reported.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Paused",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:booleanSwitch"}
 	Paused bool `json:"paused,omitempty"`
 }
 
@@ -180,12 +191,14 @@ type StorageSpec struct {
 	// (when the StorageClass allows volume expansion) but never shrink.
 	// +required
 	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).compareTo(quantity('1Mi')) >= 0",message="spec.storage.size must be at least 1Mi"
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Volume Size",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:fieldGroup:storage","urn:alm:descriptor:com.tectonic.ui:text"}
 	Size resource.Quantity `json:"size"`
 
 	// storageClassName is the StorageClass of the volumes; the cluster's default
 	// StorageClass when unset. It cannot be changed after creation.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Storage Class",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:fieldGroup:storage","urn:alm:descriptor:io.kubernetes:StorageClass"}
 	StorageClassName *string `json:"storageClassName,omitempty"`
 }
 
@@ -197,6 +210,7 @@ type BackupSpec struct {
 	// +required
 	// +kubebuilder:validation:MaxLength=100
 	// +kubebuilder:validation:Pattern=`^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)|(\*|[0-5]?[0-9](-[0-5]?[0-9])?)(/[0-9]+)?(,(\*|[0-5]?[0-9](-[0-5]?[0-9])?)(/[0-9]+)?)* +(\*|(1?[0-9]|2[0-3])(-(1?[0-9]|2[0-3]))?)(/[0-9]+)?(,(\*|(1?[0-9]|2[0-3])(-(1?[0-9]|2[0-3]))?)(/[0-9]+)?)* +(\*|\?|([1-9]|[12][0-9]|3[01])(-([1-9]|[12][0-9]|3[01]))?)(/[0-9]+)?(,(\*|([1-9]|[12][0-9]|3[01])(-([1-9]|[12][0-9]|3[01]))?)(/[0-9]+)?)* +(\*|([1-9]|1[0-2]|[A-Za-z]{3})(-([1-9]|1[0-2]|[A-Za-z]{3}))?)(/[0-9]+)?(,(\*|([1-9]|1[0-2]|[A-Za-z]{3})(-([1-9]|1[0-2]|[A-Za-z]{3}))?)(/[0-9]+)?)* +(\*|\?|([0-7]|[A-Za-z]{3})(-([0-7]|[A-Za-z]{3}))?)(/[0-9]+)?(,(\*|([0-7]|[A-Za-z]{3})(-([0-7]|[A-Za-z]{3}))?)(/[0-9]+)?)*)$`
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Backup Schedule",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:fieldGroup:backup","urn:alm:descriptor:com.tectonic.ui:text"}
 	Schedule string `json:"schedule"`
 
 	// retention is how many successful backups are kept.
@@ -204,10 +218,12 @@ type BackupSpec struct {
 	// +kubebuilder:default=7
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=1000
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Backups Kept",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:fieldGroup:backup","urn:alm:descriptor:com.tectonic.ui:number"}
 	Retention int32 `json:"retention,omitempty"`
 
 	// destination is where backups are written.
 	// +required
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Backup Destination",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:fieldGroup:backup"}
 	Destination BackupDestination `json:"destination"`
 }
 

@@ -25,10 +25,12 @@ type DatabaseStatus struct {
 	// observedGeneration is the spec generation that the last successful
 	// reconcile acted on.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Observed Generation",xDescriptors={"urn:alm:descriptor:text"}
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// phase summarises the conditions in one word.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Phase",xDescriptors={"urn:alm:descriptor:io.kubernetes.phase"}
 	Phase Phase `json:"phase,omitempty"`
 
 	// conditions are Available, Progressing and Degraded (and, with the
@@ -36,47 +38,58 @@ type DatabaseStatus struct {
 	// +optional
 	// +listType=map
 	// +listMapKey=type
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Conditions",xDescriptors={"urn:alm:descriptor:io.kubernetes.conditions"}
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 
 	// replicas is the number of pods that exist.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Pods",xDescriptors={"urn:alm:descriptor:podCount"}
 	Replicas int32 `json:"replicas,omitempty"`
 
 	// readyReplicas is the number of pods that are ready.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Ready Pods",xDescriptors={"urn:alm:descriptor:podCount"}
 	ReadyReplicas int32 `json:"readyReplicas,omitempty"`
 
 	// ready is readyReplicas/desired replicas, for `kubectl get`.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Ready",xDescriptors={"urn:alm:descriptor:text"}
 	Ready string `json:"ready,omitempty"`
 
 	// selector is the label selector of the Database's pods, for the scale
 	// subresource (HPA, KEDA).
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Pod Selector",xDescriptors={"urn:alm:descriptor:selector:core:v1:Pod"}
 	Selector string `json:"selector,omitempty"`
 
 	// tier is the tier the pods run with now.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Current Tier",xDescriptors={"urn:alm:descriptor:text"}
 	Tier Tier `json:"tier,omitempty"`
 
 	// version is the engine version the pods run now.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Current Version",xDescriptors={"urn:alm:descriptor:text"}
 	Version string `json:"version,omitempty"`
 
 	// endpoints are the Services that clients connect to.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Endpoints",xDescriptors={"urn:alm:descriptor:text"}
 	Endpoints *Endpoints `json:"endpoints,omitempty"`
 
 	// credentialsSecret names the Secret holding the credentials.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Credentials Secret",xDescriptors={"urn:alm:descriptor:io.kubernetes:Secret"}
 	CredentialsSecret string `json:"credentialsSecret,omitempty"`
 
 	// backup reports on backups.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Backups",xDescriptors={"urn:alm:descriptor:text"}
 	Backup *BackupStatus `json:"backup,omitempty"`
 
 	// autopilot reports the auto-pilot's latest decision.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Auto-pilot",xDescriptors={"urn:alm:descriptor:text"}
 	Autopilot *AutopilotStatus `json:"autopilot,omitempty"`
 }
 
@@ -84,10 +97,12 @@ type DatabaseStatus struct {
 type Endpoints struct {
 	// readWrite is host:port of the primary.
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Read-write Endpoint",xDescriptors={"urn:alm:descriptor:text"}
 	ReadWrite string `json:"readWrite,omitempty"`
 
 	// readOnly is host:port of the replicas (the primary when there are none).
 	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Read-only Endpoint",xDescriptors={"urn:alm:descriptor:text"}
 	ReadOnly string `json:"readOnly,omitempty"`
 }
 
