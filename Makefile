@@ -23,6 +23,8 @@ CHANNELS ?= candidate,fast,stable
 DEFAULT_CHANNEL ?= stable
 BUNDLE_IMG ?= $(IMAGE_TAG_BASE)-bundle:v$(VERSION)
 CATALOG_IMG ?= $(IMAGE_TAG_BASE)-catalog:v$(VERSION)
+# createdAt of the CSV: the release date, so `make bundle` is reproducible.
+CREATED_AT ?= 2026-11-22T00:00:00Z
 BUNDLE_GEN_FLAGS ?= -q --overwrite --version $(VERSION) --channels=$(CHANNELS) --default-channel=$(DEFAULT_CHANNEL)
 
 SHELL := /usr/bin/env bash -o pipefail
@@ -119,6 +121,7 @@ bundle: manifests $(KUSTOMIZE) $(OPERATOR_SDK) ## Generate bundle/ and bundle.Do
 	$(OPERATOR_SDK) generate kustomize manifests -q --interactive=false
 	cd config/manager && $(KUSTOMIZE) edit set image controller=$(IMG)
 	$(KUSTOMIZE) build config/manifests | $(OPERATOR_SDK) generate bundle $(BUNDLE_GEN_FLAGS)
+	sed -i 's/^    createdAt: .*/    createdAt: "$(CREATED_AT)"/' bundle/manifests/dbpilot.clusterserviceversion.yaml
 
 .PHONY: verify-bundle
 verify-bundle: bundle ## Fail when the committed bundle differs from what `make bundle` generates.
