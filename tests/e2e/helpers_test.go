@@ -9,6 +9,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -134,3 +135,9 @@ func metaItems(list client.ObjectList) ([]metav1.Object, error) {
 	}
 	return items, nil
 }
+
+// keyOf is the object's namespace and name.
+func keyOf(obj client.Object) client.ObjectKey { return client.ObjectKeyFromObject(obj) }
+
+// isNotFound reports whether err says the object does not exist.
+func isNotFound(err error) bool { return apierrors.IsNotFound(err) }

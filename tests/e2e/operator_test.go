@@ -55,8 +55,18 @@ func (op *operator) writeRequests() []string {
 // wired, and stops it in cleanup.
 func startOperator(t testing.TB, namespace string) *operator {
 	t.Helper()
+	opts := options.Default()
+	opts.WatchNamespaces = namespace
+	opts.LeaderElection = false
+	return startOperatorWith(t, restConfig, opts)
+}
+
+// startOperatorWith runs a manager with the given REST config and options
+// (metrics and probes off), and stops it in cleanup.
+func startOperatorWith(t testing.TB, base *rest.Config, opts *options.Options) *operator {
+	t.Helper()
 	op := &operator{done: make(chan error, 1)}
-	cfg := rest.CopyConfig(restConfig)
+	cfg := rest.CopyConfig(base)
 	cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
 		return roundTripFunc(func(req *http.Request) (*http.Response, error) {
 			switch req.Method {
@@ -70,11 +80,8 @@ func startOperator(t testing.TB, namespace string) *operator {
 			return rt.RoundTrip(req)
 		})
 	}
-	opts := options.Default()
-	opts.WatchNamespaces = namespace
 	opts.MetricsBindAddress = "0"
 	opts.HealthProbeBindAddress = "0"
-	opts.LeaderElection = false
 	mgrOptions, err := opts.ManagerOptions()
 	if err != nil {
 		t.Fatalf("manager options: %v", err)
