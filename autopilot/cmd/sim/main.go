@@ -1,0 +1,62 @@
+// Command sim replays load traces through dbpilot's auto-pilot and through
+// the Kubernetes HPA algorithm, and prints, per trace and summed over all,
+// overloaded pod-seconds, cost and flaps. `go run ./autopilot/cmd/sim
+// [TRACE.csv ...]`; without arguments it runs the shipped suite.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"text/tabwriter"
+
+	"github.com/dbpilot/dbpilot/autopilot/sim"
+)
+
+func main() {
+	suite := flag.String("suite", filepath.Join("autopilot", "sim", "testdata"), "Directory of the default trace suite.")
+	chartDir := flag.String("charts", "", "Directory to write one SVG chart per trace into (none when empty).")
+	flag.Parse()
+
+	var traces []sim.Trace
+	var err error
+	if flag.NArg() == 0 {
+		traces, err = sim.ReadSuite(*suite)
+	} else {
+		for _, path := range flag.Args() {
+			var trace sim.Trace
+			if trace, err = sim.ReadTraceFile(path); err != nil {
+				break
+			}
+			traces = append(traces, trace)
+		}
+	}
+	if err == nil && len(traces) == 0 {
+		err = fmt.Errorf("no traces in %s", *suite)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+
+	cfg := sim.DefaultConfig()
+	table := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(table, "trace\toverload autopilot\toverload hpa\tcost autopilot\tcost hpa\tflaps autopilot\tflaps hpa\tchanges autopilot\tchanges hpa\t")
+	var total sim.Comparison
+	for _, trace := range traces {
+		cmp := sim.Compare(trace, cfg)
+		total = total.Add(cmp)
+		fmt.Fprintf(table, "%s\t%.0f\t%.0f\t%.0f\t%.0f\t%d\t%d\t%d\t%d\t\n", trace.Name,
+			cmp.Autopilot.OverloadPodSeconds, cmp.HPA.OverloadPodSeconds, cmp.Autopilot.Cost, cmp.HPA.Cost,
+			cmp.Autopilot.Flaps, cmp.HPA.Flaps, cmp.Autopilot.Changes, cmp.HPA.Changes)
+		if *chartDir != "" {
+			if err := sim.WriteChart(filepath.Join(*chartDir, trace.Name+".svg"), trace.Name, cmp); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(1)
+			}
+		}
+	}
+	table.Flush()
+	fmt.Println(total.Summary())
+}

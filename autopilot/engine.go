@@ -1,0 +1,299 @@
+package autopilot
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
+)
+
+const (
+	// staleAfter is how old the newest sample may be before the auto-pilot
+	// holds: acting on old numbers is acting blind.
+	staleAfter = 2 * time.Minute
+	// maxGap is the longest silence between two samples that still counts as
+	// continuous data for a scale-down window.
+	maxGap = 45 * time.Second
+	// trendWindow is how far back the trend of the load is fitted.
+	trendWindow = 5 * time.Minute
+	// ReplicaLeadTime is how long a new replica takes to clone and catch up;
+	// TierLeadTime how long a tier change takes to roll. Rising load is
+	// projected this far ahead, so the change is ready before saturation.
+	ReplicaLeadTime = 2 * time.Minute
+	TierLeadTime    = 3 * time.Minute
+	// downHeadroom: a smaller size must run the window's peak load within
+	// this share of the target, so a scale-down is not undone by the next
+	// ripple.
+	downHeadroom = 1.0
+	// upTolerance: a scale-up starts only above the target by this factor,
+	// while a scale-down may go right up to the target, so sizes at the
+	// target hold still (the HPA's tolerance, applied to the hottest pod).
+	upTolerance = 1.1
+	// saturatedTargetShare lowers the target a saturated database is sized
+	// for.
+	saturatedTargetShare = 0.75
+	// flapWindow is how long after a change in one direction a change in the
+	// other direction counts as a flap; scale-downs wait it out.
+	flapWindow = 10 * time.Minute
+)
+
+// Decide returns the auto-pilot's decision for one Database. It is a pure
+// function of its input: the same input gives the same decision.
+func Decide(in Input) Decision {
+	p := in.Policy
+	cur := Size{Replicas: in.Current.Replicas, Tier: in.Current.Tier}
+	d := Decision{
+		Action: ActionHold, Replicas: cur.Replicas, Tier: cur.Tier, StorageBytes: in.Current.StorageBytes,
+		Signals: map[string]float64{}, NextEligible: in.Now,
+	}
+
+	// Out of bounds (the owner moved them): come back inside at once.
+	if bounded := clampSize(cur, p); bounded != cur {
+		d.Replicas, d.Tier = bounded.Replicas, bounded.Tier
+		d.Action, d.Reason = actionBetween(cur, bounded), ReasonAtBounds
+		d.Message = fmt.Sprintf("%d %s pods are outside the bounds %d-%d, %s-%s", cur.Replicas, cur.Tier, p.MinReplicas, p.MaxReplicas, p.MinTier, p.MaxTier)
+		return d
+	}
+
+	latest, ok := newest(in.History)
+	switch {
+	case !ok:
+		return hold(d, ReasonMetricsMissing, "No metrics for this Database yet")
+	case in.Now.Sub(latest.Time) > staleAfter:
+		return hold(d, ReasonMetricsStale, fmt.Sprintf("Newest metrics are %s old", in.Now.Sub(latest.Time).Round(time.Second)))
+	case !complete(latest):
+		return hold(d, ReasonMetricsIncomplete, fmt.Sprintf("Metrics cover %d of %d pods", len(latest.Pods), latest.Replicas))
+	}
+	d.MetricsReady = true
+	d.Anomalies = detectAnomalies(in.History)
+
+	load := EstimateLoad(latest)
+	trend := loadTrend(in.History, in.Now, settledAt(in))
+	ahead := Load{
+		Write: load.Write + math.Max(0, trend.Write)*TierLeadTime.Seconds(),
+		Read:  load.Read + math.Max(0, trend.Read)*ReplicaLeadTime.Seconds(),
+	}
+	util := Predict(load, cur.Replicas, cur.Tier)
+	memory, connections, volume := pressures(latest)
+	d.Signals = map[string]float64{
+		"writeLoad": round(load.Write), "readLoad": round(load.Read),
+		"writeLoadAhead": round(ahead.Write), "readLoadAhead": round(ahead.Read),
+		"primaryUtilization": round(util.Primary), "replicaUtilization": round(util.Replica),
+		"memoryUtilization": round(memory), "connectionUtilization": round(connections), "volumeUtilization": round(volume),
+	}
+
+	if in.Current.Busy != "" {
+		return hold(d, ReasonBusy, "Waiting for "+in.Current.Busy+" to finish")
+	}
+	if settled := settledAt(in); in.Now.Before(settled) {
+		d.NextEligible = settled
+		return hold(d, ReasonSettling, "Waiting for the metrics to reflect the last change")
+	}
+	if up, ok := decideUp(d, in, cur, load, ahead, trend, memory, connections); ok {
+		return decideStorage(up, in, volume)
+	}
+	return decideStorage(decideDown(d, in, cur), in, volume)
+}
+
+// decideUp scales up when the current size breaches its targets, now or
+// within the lead time, and the breach has lasted the stabilization window.
+func decideUp(d Decision, in Input, cur Size, load, ahead, trend Load, memory, connections float64) (Decision, bool) {
+	p := in.Policy
+	measuredBreach := !fits(load, cur, p.CPUTarget*upTolerance)
+	predictedBreach := !fits(ahead, cur, p.CPUTarget*upTolerance)
+	memoryBreach := memory > p.MemoryTarget
+	connectionBreach := connections > p.ConnectionTarget
+	if !measuredBreach && !predictedBreach && !memoryBreach && !connectionBreach {
+		return d, false
+	}
+	if since := breachStart(in, trend); in.Now.Sub(since) < p.ScaleUpStabilization {
+		d.NextEligible = since.Add(p.ScaleUpStabilization)
+		return hold(d, ReasonStabilizing, fmt.Sprintf("Above target since %s; scaling up after %s", since.Format(time.RFC3339), p.ScaleUpStabilization)), true
+	}
+
+	// A saturated pod hides how much more it is asked for: aim lower, so the
+	// step is big enough.
+	target := p.CPUTarget
+	if Saturated(in.History[len(in.History)-1]) {
+		target *= saturatedTargetShare
+	}
+	// Head for the cheapest size that fits, one step at a time: one tier up
+	// when it has a bigger tier, and as few more replicas (at most double)
+	// as fit at the stepped tier.
+	global, _ := Cheapest(ahead, p, cur, target)
+	next := cur
+	if global.Tier.Index() > cur.Tier.Index() {
+		next.Tier = dbpilotv1alpha1.TierAt(cur.Tier.Index() + 1)
+	}
+	step := p
+	step.MinReplicas, step.MaxReplicas = cur.Replicas, min(p.MaxReplicas, cur.Replicas+max(1, cur.Replicas))
+	if global.Replicas <= cur.Replicas {
+		step.MaxReplicas = cur.Replicas
+	}
+	step.MinTier, step.MaxTier = next.Tier, next.Tier
+	want, _ := Cheapest(ahead, step, next, target)
+	want.Tier = global.Tier
+	next.Replicas = want.Replicas
+	tierUp := want.Tier.Index() > cur.Tier.Index() || ((memoryBreach || connectionBreach) && !measuredBreach && !predictedBreach)
+	reason := ReasonReadPressure
+	if load.Write >= load.Read/float64(max(1, cur.Replicas)) {
+		reason = ReasonWritePressure
+	}
+	switch {
+	case memoryBreach && !measuredBreach && !predictedBreach:
+		reason = ReasonMemory
+	case connectionBreach && !measuredBreach && !predictedBreach:
+		reason = ReasonConnections
+	case !measuredBreach:
+		reason = ReasonPredicted
+	}
+	if tierUp && cur.Tier.Index() < p.MaxTier.Index() {
+		next.Tier = dbpilotv1alpha1.TierAt(cur.Tier.Index() + 1)
+		if wait := in.Last.Tier.Add(p.TierCooldown); !in.Last.Tier.IsZero() && in.Now.Before(wait) {
+			// Cooling down from the last tier change: replicas may still
+			// help; the tier waits.
+			next.Tier = cur.Tier
+			if next.Replicas == cur.Replicas {
+				d.NextEligible = wait
+				return hold(d, ReasonCooldown, fmt.Sprintf("A tier change is due (%s) but the last one was at %s", reason, in.Last.Tier.Format(time.RFC3339))), true
+			}
+		}
+	}
+	if next == cur {
+		return hold(d, ReasonAtBounds, fmt.Sprintf("Above target (%s) but already at the most the bounds allow: %d %s pods", reason, p.MaxReplicas, p.MaxTier)), true
+	}
+	d.Replicas, d.Tier = next.Replicas, next.Tier
+	d.Action, d.Reason = actionBetween(cur, next), reason
+	u := Predict(load, cur.Replicas, cur.Tier)
+	d.Message = fmt.Sprintf("%s: primary at %.0f%%, replicas at %.0f%% of target %.0f%% (write load %.2f, read load %.2f, %.2f/%.2f ahead); %d %s pods -> %d %s pods",
+		reason, 100*u.Primary, 100*u.Replica, 100*p.CPUTarget, load.Write, load.Read, ahead.Write, ahead.Read, cur.Replicas, cur.Tier, next.Replicas, next.Tier)
+	return d, true
+}
+
+// decideDown scales down, replicas before tiers, one step at a time, when
+// the peak load over the whole stabilization window fits a cheaper size with
+// headroom, and the window's data is complete.
+func decideDown(d Decision, in Input, cur Size) Decision {
+	p := in.Policy
+	if in.Last.Direction > 0 && in.Now.Sub(in.Last.DirectionTime) < flapWindow {
+		d.NextEligible = in.Last.DirectionTime.Add(flapWindow)
+		return hold(d, ReasonWithinTargets, "Within targets; no scale-down within 10 minutes of a scale-up")
+	}
+	if settled := settledAt(in); !settled.IsZero() && in.Now.Sub(settled) < trendWindow {
+		// The trend since the last change is not known yet; a scale-down
+		// into a rising load would be undone.
+		d.NextEligible = settled.Add(trendWindow)
+		return hold(d, ReasonWithinTargets, "Within targets; a scale-down waits for the trend since the last change")
+	}
+	window := p.ScaleDownStabilization
+	if in.Last.DirectionTime.IsZero() {
+		// Nothing is known of this Database's rhythm yet (new, or the
+		// auto-pilot just turned on): the first scale-down waits longer.
+		window += flapWindow
+	}
+	peak, covered := windowPeak(in.History, in.Now, window)
+	// A smaller size must also hold the load the trend brings over the flap
+	// window, or a scale-down under growing load is undone minutes later.
+	trend := loadTrend(in.History, in.Now, settledAt(in))
+	peak.Write += math.Max(0, trend.Write) * flapWindow.Seconds()
+	peak.Read += math.Max(0, trend.Read) * flapWindow.Seconds()
+	if !covered {
+		return hold(d, ReasonWithinTargets, fmt.Sprintf("Within targets; a scale-down needs %s of complete metrics", window))
+	}
+	want, ok := Cheapest(peak, p, cur, p.CPUTarget*downHeadroom)
+	if !ok || want.Cost() >= cur.Cost() {
+		return hold(d, ReasonWithinTargets, "Within targets")
+	}
+	next := cur
+	switch {
+	case want.Replicas < cur.Replicas && fits(peak, Size{Replicas: cur.Replicas - 1, Tier: cur.Tier}, p.CPUTarget*downHeadroom):
+		next.Replicas = cur.Replicas - 1
+	case want.Tier.Index() < cur.Tier.Index() && fits(peak, Size{Replicas: cur.Replicas, Tier: dbpilotv1alpha1.TierAt(cur.Tier.Index() - 1)}, p.CPUTarget*downHeadroom):
+		if wait := in.Last.Tier.Add(p.TierCooldown); !in.Last.Tier.IsZero() && in.Now.Before(wait) {
+			d.NextEligible = wait
+			return hold(d, ReasonCooldown, "Over-provisioned, but the last tier change was too recent")
+		}
+		next.Tier = dbpilotv1alpha1.TierAt(cur.Tier.Index() - 1)
+	default:
+		return hold(d, ReasonWithinTargets, "Within targets")
+	}
+	d.Replicas, d.Tier = next.Replicas, next.Tier
+	d.Action, d.Reason = actionBetween(cur, next), ReasonOverProvisioned
+	d.Message = fmt.Sprintf("Peak load over %s (write %.2f, read %.2f) fits %d %s pods within %.0f%% of target; %d %s pods -> %d %s pods",
+		p.ScaleDownStabilization, peak.Write, peak.Read, want.Replicas, want.Tier, 100*downHeadroom, cur.Replicas, cur.Tier, next.Replicas, next.Tier)
+	return d
+}
+
+// decideStorage recommends a bigger volume when the fullest one passes the
+// threshold, by one step up to the maximum, if the StorageClass allows it.
+// Volumes never shrink.
+func decideStorage(d Decision, in Input, volume float64) Decision {
+	p := in.Policy
+	if p.StorageMaxBytes <= 0 || volume < p.StorageThreshold || in.Current.StorageBytes >= p.StorageMaxBytes {
+		return d
+	}
+	if !p.StorageExpandable {
+		if d.Action == ActionHold {
+			d.Reason = ReasonStorageFixed
+			d.Message = fmt.Sprintf("A volume is %.0f%% full but its StorageClass does not allow expansion", 100*volume)
+		}
+		return d
+	}
+	grown := math.Min(p.StorageMaxBytes, math.Ceil(in.Current.StorageBytes*(1+p.StorageStep)/gib)*gib)
+	if grown <= in.Current.StorageBytes {
+		return d
+	}
+	d.StorageBytes = grown
+	if d.Action == ActionHold {
+		d.Action, d.Reason = ActionGrowStorage, ReasonStorageThreshold
+		d.Message = fmt.Sprintf("The fullest volume is %.0f%% full (threshold %.0f%%); growing volumes from %.0fGi to %.0fGi",
+			100*volume, 100*p.StorageThreshold, in.Current.StorageBytes/gib, grown/gib)
+	}
+	return d
+}
+
+const gib = 1 << 30
+
+func hold(d Decision, reason, message string) Decision {
+	d.Reason, d.Message = reason, message
+	return d
+}
+
+// actionBetween names the change from a to b: tier first, since it is the
+// bigger event.
+func actionBetween(a, b Size) Action {
+	switch {
+	case b.Tier.Index() > a.Tier.Index():
+		return ActionTierUp
+	case b.Tier.Index() < a.Tier.Index():
+		return ActionTierDown
+	case b.Replicas > a.Replicas:
+		return ActionScaleUp
+	case b.Replicas < a.Replicas:
+		return ActionScaleDown
+	}
+	return ActionHold
+}
+
+func clampSize(s Size, p Policy) Size {
+	return Size{
+		Replicas: max(p.MinReplicas, min(s.Replicas, p.MaxReplicas)),
+		Tier:     dbpilotv1alpha1.TierAt(max(p.MinTier.Index(), min(s.Tier.Index(), p.MaxTier.Index()))),
+	}
+}
+
+// settledAt is when the metrics reflect the last change: its rollout's end
+// (or, unknown, its decision) plus the settle time. Zero without a change.
+func settledAt(in Input) time.Time {
+	since := in.Last.Settled
+	if since.Before(in.Last.DirectionTime) {
+		since = in.Last.DirectionTime
+	}
+	if since.IsZero() {
+		return since
+	}
+	return since.Add(in.Policy.SettleTime)
+}
+
+func round(v float64) float64 { return math.Round(v*1000) / 1000 }

@@ -1,0 +1,227 @@
+package autopilot
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"time"
+)
+
+// newest returns the last sample of the history.
+func newest(history []Sample) (Sample, bool) {
+	if len(history) == 0 {
+		return Sample{}, false
+	}
+	return history[len(history)-1], true
+}
+
+// complete reports whether a sample covers every pod the Database ran.
+func complete(s Sample) bool {
+	return s.Replicas > 0 && len(s.Pods) >= int(s.Replicas) && hasPrimary(s)
+}
+
+func hasPrimary(s Sample) bool {
+	for _, p := range s.Pods {
+		if p.Primary {
+			return true
+		}
+	}
+	return false
+}
+
+// loadTrend fits a line through the load of the complete samples of the last
+// trendWindow taken after since, and returns its slope per second; zero with
+// too few samples, or when the rise over the window is too small to tell
+// from noise.
+func loadTrend(history []Sample, now, since time.Time) Load {
+	var ts, ws, rs []float64
+	for _, s := range history {
+		if now.Sub(s.Time) > trendWindow || s.Time.Before(since) || !complete(s) {
+			continue
+		}
+		load := EstimateLoad(s)
+		ts = append(ts, s.Time.Sub(now).Seconds())
+		ws = append(ws, load.Write)
+		rs = append(rs, load.Read)
+	}
+	// A trend needs enough points over enough time to mean anything.
+	if len(ts) < 8 || ts[len(ts)-1]-ts[0] < trendWindow.Seconds()/2 {
+		return Load{}
+	}
+	// A sustained trend rises in both halves of the window; a step (one
+	// jump, then flat) rises in one half only and is not extrapolated.
+	half := len(ts) / 2
+	span := ts[len(ts)-1] - ts[0]
+	trend := Load{
+		Write: sustainedSlope(ts, ws, half),
+		Read:  sustainedSlope(ts, rs, half),
+	}
+	if trend.Write*span < minTrendRise*mean(ws) {
+		trend.Write = 0
+	}
+	if trend.Read*span < minTrendRise*mean(rs) {
+		trend.Read = 0
+	}
+	return trend
+}
+
+// sustainedSlope is the smaller of the slopes of the two halves when both
+// rise, else zero.
+func sustainedSlope(x, y []float64, half int) float64 {
+	first, second := slope(x[:half], y[:half]), slope(x[half:], y[half:])
+	if first <= 0 || second <= 0 {
+		return 0
+	}
+	return math.Min(first, second)
+}
+
+// minTrendRise is the relative rise over the fitted span below which a
+// trend is taken as noise.
+const minTrendRise = 0.1
+
+func mean(values []float64) float64 {
+	var sum float64
+	for _, v := range values {
+		sum += v
+	}
+	return sum / float64(max(1, len(values)))
+}
+
+// slope is the least-squares slope of y over x.
+func slope(x, y []float64) float64 {
+	n := float64(len(x))
+	var sx, sy, sxx, sxy float64
+	for i := range x {
+		sx += x[i]
+		sy += y[i]
+		sxx += x[i] * x[i]
+		sxy += x[i] * y[i]
+	}
+	den := n*sxx - sx*sx
+	if den == 0 {
+		return 0
+	}
+	return (n*sxy - sx*sy) / den
+}
+
+// breachStart returns when the current run of samples above target began:
+// the time of the oldest sample in an unbroken run of breaches ending with
+// the newest. Each sample is judged at the size it ran, with the trend's
+// projection added.
+func breachStart(in Input, trend Load) time.Time {
+	start := in.Now
+	for i := len(in.History) - 1; i >= 0; i-- {
+		s := in.History[i]
+		if !complete(s) || (i < len(in.History)-1 && in.History[i+1].Time.Sub(s.Time) > maxGap) {
+			break
+		}
+		load := EstimateLoad(s)
+		ahead := Load{
+			Write: load.Write + math.Max(0, trend.Write)*TierLeadTime.Seconds(),
+			Read:  load.Read + math.Max(0, trend.Read)*ReplicaLeadTime.Seconds(),
+		}
+		memory, connections, _ := pressures(s)
+		size := Size{Replicas: s.Replicas, Tier: s.Tier}
+		if fits(ahead, size, in.Policy.CPUTarget*upTolerance) && memory <= in.Policy.MemoryTarget && connections <= in.Policy.ConnectionTarget {
+			break
+		}
+		start = s.Time
+	}
+	return start
+}
+
+// windowPeak returns the highest write and read load over the window ending
+// now, and whether the window is covered by complete samples without gaps.
+// A scale-down is never decided on partial data.
+func windowPeak(history []Sample, now time.Time, window time.Duration) (Load, bool) {
+	var peak Load
+	covered := false
+	for i := len(history) - 1; i >= 0; i-- {
+		s := history[i]
+		if !complete(s) {
+			return peak, false
+		}
+		if i < len(history)-1 && history[i+1].Time.Sub(s.Time) > maxGap {
+			return peak, false
+		}
+		load := EstimateLoad(s)
+		peak.Write = math.Max(peak.Write, load.Write)
+		peak.Read = math.Max(peak.Read, load.Read)
+		if now.Sub(s.Time) >= window {
+			covered = true
+			break
+		}
+	}
+	return peak, covered
+}
+
+// pressures returns the highest memory, connection and volume utilization
+// over the pods of a sample.
+func pressures(s Sample) (memory, connections, volume float64) {
+	size, ok := s.Tier.Size()
+	memoryLimit := 1.0
+	if ok {
+		memoryLimit = size.Memory.AsApproximateFloat64()
+	}
+	for _, p := range s.Pods {
+		memory = math.Max(memory, p.MemoryBytes/memoryLimit)
+		if p.MaxConnections > 0 {
+			connections = math.Max(connections, p.Connections/p.MaxConnections)
+		}
+		if p.VolumeCapacityBytes > 0 {
+			volume = math.Max(volume, p.VolumeUsedBytes/p.VolumeCapacityBytes)
+		}
+	}
+	return memory, connections, volume
+}
+
+// Anomaly detection: a robust baseline (median and median absolute
+// deviation) of throughput and connections over the history; the newest
+// sample is anomalous when it lies more than anomalyDeviations scaled MADs
+// away. It needs anomalyMinSamples of history.
+const (
+	anomalyDeviations = 6.0
+	anomalyMinSamples = 40
+)
+
+func detectAnomalies(history []Sample) []string {
+	if len(history) < anomalyMinSamples+1 {
+		return nil
+	}
+	var throughput, connections []float64
+	for _, s := range history {
+		var ops, conns float64
+		for _, p := range s.Pods {
+			ops += p.ReadRate + p.WriteRate
+			conns += p.Connections
+		}
+		throughput = append(throughput, ops)
+		connections = append(connections, conns)
+	}
+	var anomalies []string
+	for _, series := range []struct {
+		name   string
+		values []float64
+	}{{"throughput", throughput}, {"connections", connections}} {
+		base := series.values[:len(series.values)-1]
+		last := series.values[len(series.values)-1]
+		median, mad := medianMAD(base)
+		spread := math.Max(1.4826*mad, math.Max(0.05*math.Abs(median), 1e-9))
+		if dev := (last - median) / spread; math.Abs(dev) > anomalyDeviations {
+			anomalies = append(anomalies, fmt.Sprintf("%s %.1f is %.0f deviations from its baseline %.1f", series.name, last, dev, median))
+		}
+	}
+	return anomalies
+}
+
+func medianMAD(values []float64) (float64, float64) {
+	sorted := slices.Clone(values)
+	slices.Sort(sorted)
+	median := sorted[len(sorted)/2]
+	deviations := make([]float64, len(sorted))
+	for i, v := range sorted {
+		deviations[i] = math.Abs(v - median)
+	}
+	slices.Sort(deviations)
+	return median, deviations[len(deviations)/2]
+}

@@ -1,0 +1,182 @@
+package autopilot
+
+import (
+	"math"
+
+	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
+)
+
+// ReplicaWriteShare is the share of the write load each replica carries: it
+// replays every write the primary makes (streaming replication), at a
+// fraction of the cost of executing it.
+const ReplicaWriteShare = 0.3
+
+// saturated is the utilization above which a pod is taken as saturated: its
+// measured CPU cannot show how much more it is being asked for.
+const saturated = 0.97
+
+// Saturated reports whether any pod of the sample is saturated.
+func Saturated(s Sample) bool {
+	cores := cpuCores(s.Tier)
+	for _, p := range s.Pods {
+		if p.CPUCores/cores >= saturated {
+			return true
+		}
+	}
+	return false
+}
+
+// Load is a Database's demand in capacity units (a small pod serves 1): W
+// loads the primary fully and every replica at ReplicaWriteShare, R spreads
+// evenly over all pods.
+type Load struct {
+	Write, Read float64
+}
+
+// capacity is what one pod of the tier serves, in capacity units.
+func capacity(t dbpilotv1alpha1.Tier) float64 {
+	size, ok := t.Size()
+	if !ok {
+		return 1
+	}
+	return float64(size.Capacity)
+}
+
+// cpuCores is the CPU one pod of the tier has.
+func cpuCores(t dbpilotv1alpha1.Tier) float64 {
+	size, ok := t.Size()
+	if !ok {
+		return 1
+	}
+	return size.CPU.AsApproximateFloat64()
+}
+
+// Utilizations are what a load does to the pods of a size.
+type Utilizations struct {
+	Primary, Replica float64
+}
+
+// Predict returns the utilization of the primary and of each replica when
+// load runs on replicas pods of tier t.
+func Predict(load Load, replicas int32, t dbpilotv1alpha1.Tier) Utilizations {
+	n := float64(max(1, replicas))
+	c := capacity(t)
+	u := Utilizations{Primary: (load.Write + load.Read/n) / c}
+	if replicas > 1 {
+		u.Replica = (ReplicaWriteShare*load.Write + load.Read/n) / c
+	}
+	return u
+}
+
+// EstimateLoad infers the write and read demand from one sample, given the
+// size the Database ran at. With replicas, the primary's
+// extra utilization over the replicas is the write load; alone, the primary's
+// load is split by the engine's read and write rates (all writes when they
+// are unknown, the conservative case, since writes only a bigger tier can
+// absorb).
+func EstimateLoad(s Sample) Load {
+	c := capacity(s.Tier)
+	cores := cpuCores(s.Tier)
+	var primary float64
+	var replicaSum float64
+	var replicas int
+	var reads, writes float64
+	for _, p := range s.Pods {
+		u := p.CPUCores / cores
+		reads += p.ReadRate
+		if p.Primary {
+			primary = u
+			writes += p.WriteRate
+		} else {
+			replicaSum += u
+			replicas++
+		}
+	}
+	if replicas == 0 {
+		total := primary * c
+		writeShare := 1.0
+		if reads+writes > 0 {
+			writeShare = writes / (reads + writes)
+		}
+		return Load{Write: total * writeShare, Read: total * (1 - writeShare)}
+	}
+	n := float64(replicas + 1)
+	replica := replicaSum / float64(replicas)
+	write := math.Max(0, (primary-replica)*c/(1-ReplicaWriteShare))
+	read := math.Max(0, (replica*c-ReplicaWriteShare*write)*n)
+	return Load{Write: write, Read: read}
+}
+
+// Size is a number of pods and a tier.
+type Size struct {
+	Replicas int32
+	Tier     dbpilotv1alpha1.Tier
+}
+
+// Cost is the capacity a size provisions: pods times tier capacity.
+func (s Size) Cost() float64 { return float64(s.Replicas) * capacity(s.Tier) }
+
+// fits reports whether load runs on the size within target utilization.
+func fits(load Load, s Size, target float64) bool {
+	u := Predict(load, s.Replicas, s.Tier)
+	return u.Primary <= target && u.Replica <= target
+}
+
+// Cheapest returns the size within the policy's bounds that runs load within
+// target at the least cost; among equal costs, the one nearest current. When
+// no size fits, it returns the size with the lowest peak utilization (the
+// biggest the bounds allow) and false.
+func Cheapest(load Load, p Policy, current Size, target float64) (Size, bool) {
+	var best Size
+	found := false
+	bestPeak := math.Inf(1)
+	var fallback Size
+	for t := p.MinTier.Index(); t <= p.MaxTier.Index(); t++ {
+		tier := dbpilotv1alpha1.TierAt(t)
+		for n := p.MinReplicas; n <= p.MaxReplicas; n++ {
+			s := Size{Replicas: n, Tier: tier}
+			u := Predict(load, n, tier)
+			peak := math.Max(u.Primary, u.Replica)
+			if peak < bestPeak-1e-9 || (math.Abs(peak-bestPeak) < 1e-9 && s.Cost() < fallback.Cost()) {
+				bestPeak, fallback = peak, s
+			}
+			if !fits(load, s, target) {
+				continue
+			}
+			if !found || s.Cost() < best.Cost()-1e-9 || (math.Abs(s.Cost()-best.Cost()) < 1e-9 && better(load, s, best, current)) {
+				best, found = s, true
+			}
+		}
+	}
+	if !found {
+		return fallback, false
+	}
+	return best, true
+}
+
+// better breaks a tie of cost between a and b: more headroom first (a write
+// load is better served by one bigger primary than by replicas that each
+// replay it), then fewer steps from the current size.
+func better(load Load, a, b, current Size) bool {
+	ua, ub := Predict(load, a.Replicas, a.Tier), Predict(load, b.Replicas, b.Tier)
+	pa, pb := math.Max(ua.Primary, ua.Replica), math.Max(ub.Primary, ub.Replica)
+	if math.Abs(pa-pb) > 0.02 {
+		return pa < pb
+	}
+	return distance(a, current) < distance(b, current)
+}
+
+// distance counts the steps between two sizes, tier steps weighing more
+// since they restart every pod.
+func distance(a, b Size) int {
+	dr := int(a.Replicas - b.Replicas)
+	dt := a.Tier.Index() - b.Tier.Index()
+	return abs(dr) + 2*abs(dt)
+}
+
+func abs(v int) int {
+	if v < 0 {
+		return -v
+	}
+	return v
+}

@@ -1,0 +1,157 @@
+package autopilot
+
+import (
+	"time"
+
+	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
+)
+
+// PodSample is what the metrics say about one pod at one time. Rates are per
+// second over the source's rate window.
+type PodSample struct {
+	// Pod is the pod's name.
+	Pod string
+	// Primary is true for the pod that takes writes.
+	Primary bool
+	// CPUCores is the CPU the database container uses.
+	CPUCores float64
+	// MemoryBytes is the container's working set.
+	MemoryBytes float64
+	// Connections and MaxConnections are the engine's connection count and limit.
+	Connections, MaxConnections float64
+	// ReadRate and WriteRate are the engine's read and write operations.
+	ReadRate, WriteRate float64
+	// LagSeconds is the replication lag of a replica.
+	LagSeconds float64
+	// VolumeUsedBytes and VolumeCapacityBytes describe the pod's data volume.
+	VolumeUsedBytes, VolumeCapacityBytes float64
+}
+
+// Sample is one evaluation's metrics of a Database.
+type Sample struct {
+	// Time is when the metrics were taken.
+	Time time.Time
+	// Replicas and Tier are the Database's size when they were taken.
+	Replicas int32
+	Tier     dbpilotv1alpha1.Tier
+	// Pods are the pods the metrics cover.
+	Pods []PodSample
+}
+
+// Policy is the owner's policy, from spec.autopilot, with defaults applied.
+type Policy struct {
+	MinReplicas, MaxReplicas int32
+	MinTier, MaxTier         dbpilotv1alpha1.Tier
+	// CPUTarget, MemoryTarget and ConnectionTarget are utilizations in (0, 1].
+	CPUTarget, MemoryTarget, ConnectionTarget float64
+	ScaleUpStabilization                      time.Duration
+	ScaleDownStabilization                    time.Duration
+	TierCooldown                              time.Duration
+	// SettleTime is how long after a change the metrics still mix the old
+	// size with the new (the rate window plus a scrape); no decision is made
+	// on them.
+	SettleTime time.Duration
+	// StorageThreshold and StorageStep are fractions; StorageMaxBytes 0
+	// disables storage growth.
+	StorageThreshold, StorageStep float64
+	StorageMaxBytes               float64
+	// StorageExpandable is whether the volumes' StorageClass allows expansion.
+	StorageExpandable bool
+}
+
+// Current is the Database's size now and whether it may be changed.
+type Current struct {
+	Replicas     int32
+	Tier         dbpilotv1alpha1.Tier
+	StorageBytes float64
+	// Busy names what is in progress (rollout, backup, restore, upgrade);
+	// empty when nothing is.
+	Busy string
+}
+
+// LastChanges are when the auto-pilot last changed each dimension, from its
+// status, so cooldowns survive an operator restart.
+type LastChanges struct {
+	ReplicasUp, ReplicasDown, Tier time.Time
+	// Direction is +1 after the last upward change, -1 after a downward one.
+	Direction int
+	// DirectionTime is when Direction was set.
+	DirectionTime time.Time
+	// Settled is when the last change finished rolling out (zero while
+	// unknown); the metrics settle for Policy.SettleTime after it.
+	Settled time.Time
+}
+
+// Input is everything one decision is made from.
+type Input struct {
+	Now     time.Time
+	Policy  Policy
+	Current Current
+	Last    LastChanges
+	// History holds this Database's samples, oldest first, newest last.
+	// Samples are taken every evaluation interval; a missing evaluation is a
+	// gap. It should cover the scale-down stabilization window.
+	History []Sample
+}
+
+// Action is what a decision does.
+type Action string
+
+// The actions.
+const (
+	ActionHold        Action = "Hold"
+	ActionScaleUp     Action = "ScaleUp"
+	ActionScaleDown   Action = "ScaleDown"
+	ActionTierUp      Action = "TierUp"
+	ActionTierDown    Action = "TierDown"
+	ActionGrowStorage Action = "GrowStorage"
+)
+
+// Reasons of decisions, machine-readable.
+const (
+	ReasonMetricsMissing    = "MetricsMissing"
+	ReasonMetricsStale      = "MetricsStale"
+	ReasonMetricsIncomplete = "MetricsIncomplete"
+	ReasonBusy              = "Busy"
+	ReasonWritePressure     = "WritePressure"
+	ReasonReadPressure      = "ReadPressure"
+	ReasonConnections       = "ConnectionPressure"
+	ReasonMemory            = "MemoryPressure"
+	ReasonPredicted         = "PredictedSaturation"
+	ReasonOverProvisioned   = "OverProvisioned"
+	ReasonWithinTargets     = "WithinTargets"
+	ReasonStabilizing       = "Stabilizing"
+	ReasonSettling          = "Settling"
+	ReasonCooldown          = "Cooldown"
+	ReasonAtBounds          = "AtBounds"
+	ReasonStorageThreshold  = "StorageThreshold"
+	ReasonStorageFixed      = "StorageNotExpandable"
+)
+
+// Decision is the auto-pilot's verdict for one Database at one time.
+type Decision struct {
+	// Action is the main change; Hold when nothing changes.
+	Action Action
+	// Replicas, Tier and StorageBytes are the recommended size; equal to the
+	// current size in a hold.
+	Replicas     int32
+	Tier         dbpilotv1alpha1.Tier
+	StorageBytes float64
+	// Reason is machine-readable; Message explains it with the numbers.
+	Reason  string
+	Message string
+	// Signals are the numbers the decision was made on.
+	Signals map[string]float64
+	// MetricsReady is false when the metrics were missing, stale or partial.
+	MetricsReady bool
+	// NextEligible is the earliest time a held change may happen.
+	NextEligible time.Time
+	// Anomalies describe unusual throughput or connections; they do not
+	// change the size by themselves.
+	Anomalies []string
+}
+
+// Changed reports whether the decision changes the size.
+func (d Decision) Changed(c Current) bool {
+	return d.Replicas != c.Replicas || d.Tier != c.Tier || d.StorageBytes > c.StorageBytes
+}
