@@ -110,6 +110,12 @@ test-integration: controlplane ## Integration and end-to-end tests on the local 
 bench-reconcile: controlplane manifests ## Print the time from create to Available for 1 and for 50 Databases.
 	$(GO) test -count=1 -run '^$$' -bench BenchmarkCreateToAvailable -benchtime 1x -timeout 30m ./tests/e2e/
 
+.PHONY: bench-autopilot
+bench-autopilot: ## Replay the trace suite through the auto-pilot and the HPA baseline (charts in out/autopilot/), and time a 10,000-Database cycle.
+	mkdir -p out/autopilot
+	$(GO) run ./autopilot/cmd/sim --charts out/autopilot
+	$(GO) test -count=1 -run '^$$' -bench BenchmarkDecideCycle -benchtime 3x ./autopilot/
+
 .PHONY: bench-controlplane
 bench-controlplane: controlplane ## Print the local control plane's start time and a 3-replica StatefulSet's time to Ready.
 	$(GO) test -count=1 -run '^$$' -bench BenchmarkControlPlane -benchtime 3x ./tests/cluster/

@@ -15,9 +15,22 @@ func newest(history []Sample) (Sample, bool) {
 	return history[len(history)-1], true
 }
 
-// complete reports whether a sample covers every pod the Database ran.
+// complete reports whether a sample covers every pod the Database ran, with
+// numbers that make sense: a negative, infinite or NaN metric makes the
+// whole sample unusable.
 func complete(s Sample) bool {
-	return s.Replicas > 0 && len(s.Pods) >= int(s.Replicas) && hasPrimary(s)
+	return s.Replicas > 0 && len(s.Pods) >= int(s.Replicas) && hasPrimary(s) && sane(s)
+}
+
+func sane(s Sample) bool {
+	for _, p := range s.Pods {
+		for _, v := range []float64{p.CPUCores, p.MemoryBytes, p.Connections, p.MaxConnections, p.ReadRate, p.WriteRate, p.LagSeconds, p.VolumeUsedBytes, p.VolumeCapacityBytes} {
+			if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func hasPrimary(s Sample) bool {

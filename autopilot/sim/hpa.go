@@ -38,7 +38,8 @@ func (h *HPA) Desired(now time.Time, current int32, utilization float64, ok bool
 		return current
 	}
 	desired := current
-	ratio := utilization / h.Target
+	// Like the HPA, in whole percent: utilization = used * 100 / requested.
+	ratio := math.Floor(utilization*100+1e-9) / math.Round(h.Target*100)
 	if math.Abs(ratio-1) > h.Tolerance {
 		desired = int32(math.Ceil(float64(current) * ratio))
 	}

@@ -1,0 +1,258 @@
+package autopilot
+
+import (
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
+)
+
+var now = time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+
+func policy() Policy {
+	return Policy{
+		MinReplicas: 1, MaxReplicas: 8, MinTier: dbpilotv1alpha1.TierSmall, MaxTier: dbpilotv1alpha1.Tier2XLarge,
+		CPUTarget: 0.7, MemoryTarget: 0.8, ConnectionTarget: 0.8,
+		ScaleUpStabilization: time.Minute, ScaleDownStabilization: 10 * time.Minute, TierCooldown: 15 * time.Minute,
+		SettleTime: 90 * time.Second,
+		StorageThreshold: 0.8, StorageStep: 0.25,
+	}
+}
+
+// sample renders what the metrics show for load on a size: CPU in cores from
+// the model, memory at half the tier, a volume at volumeUse.
+func sample(at time.Time, s Size, load Load, volumeUse float64) Sample {
+	u := Predict(load, s.Replicas, s.Tier)
+	size, _ := s.Tier.Size()
+	cores := size.CPU.AsApproximateFloat64()
+	out := Sample{Time: at, Replicas: s.Replicas, Tier: s.Tier}
+	for i := range s.Replicas {
+		util := u.Replica
+		if i == 0 {
+			util = u.Primary
+		}
+		pod := PodSample{
+			Primary: i == 0, CPUCores: math.Min(1, util) * cores, MemoryBytes: size.Memory.AsApproximateFloat64() / 2,
+			Connections: 10, MaxConnections: float64(size.MaxConnections),
+			ReadRate: 100 * load.Read / float64(s.Replicas), VolumeUsedBytes: volumeUse * 10 * gib, VolumeCapacityBytes: 10 * gib,
+		}
+		if i == 0 {
+			pod.WriteRate = 100 * load.Write
+		}
+		out.Pods = append(out.Pods, pod)
+	}
+	return out
+}
+
+// steady is a sample every 15 s for the duration before now.
+func steady(s Size, load Load, duration time.Duration) []Sample {
+	var history []Sample
+	for at := now.Add(-duration); !at.After(now); at = at.Add(15 * time.Second) {
+		history = append(history, sample(at, s, load, 0.5))
+	}
+	return history
+}
+
+func input(s Size, history []Sample) Input {
+	return Input{Now: now, Policy: policy(), Current: Current{Replicas: s.Replicas, Tier: s.Tier, StorageBytes: 10 * gib}, History: history}
+}
+
+var (
+	twoMedium = Size{Replicas: 2, Tier: dbpilotv1alpha1.TierMedium}
+	oneLarge  = Size{Replicas: 1, Tier: dbpilotv1alpha1.TierLarge}
+)
+
+func TestDecide(t *testing.T) {
+	cases := []struct {
+		name       string
+		in         Input
+		action     Action
+		reason     string
+		replicas   int32
+		tier       dbpilotv1alpha1.Tier
+		metricsOK  bool
+		wantDetail string
+	}{
+		{
+			name: "no metrics holds", in: input(twoMedium, nil),
+			action: ActionHold, reason: ReasonMetricsMissing, replicas: 2, tier: dbpilotv1alpha1.TierMedium,
+		},
+		{
+			name: "stale metrics hold", in: func() Input {
+				in := input(twoMedium, steady(twoMedium, Load{Write: 3, Read: 3}, 5*time.Minute))
+				in.Now = now.Add(3 * time.Minute)
+				return in
+			}(),
+			action: ActionHold, reason: ReasonMetricsStale, replicas: 2, tier: dbpilotv1alpha1.TierMedium,
+		},
+		{
+			name: "partial metrics hold even under pressure", in: func() Input {
+				h := steady(twoMedium, Load{Write: 3, Read: 3}, 5*time.Minute)
+				h[len(h)-1].Pods = h[len(h)-1].Pods[:1]
+				return input(twoMedium, h)
+			}(),
+			action: ActionHold, reason: ReasonMetricsIncomplete, replicas: 2, tier: dbpilotv1alpha1.TierMedium,
+		},
+		{
+			name: "busy holds", in: func() Input {
+				in := input(twoMedium, steady(twoMedium, Load{Write: 3, Read: 1}, 5*time.Minute))
+				in.Current.Busy = "backup"
+				return in
+			}(),
+			action: ActionHold, reason: ReasonBusy, replicas: 2, tier: dbpilotv1alpha1.TierMedium, metricsOK: true,
+		},
+		{
+			name: "write pressure on the primary takes a bigger tier", in: input(twoMedium, steady(twoMedium, Load{Write: 1.6, Read: 0.4}, 5*time.Minute)),
+			action: ActionTierUp, reason: ReasonWritePressure, replicas: 2, tier: dbpilotv1alpha1.TierLarge, metricsOK: true,
+		},
+		{
+			name: "read pressure over replicas adds replicas", in: input(twoMedium, steady(twoMedium, Load{Write: 0.2, Read: 2.8}, 5*time.Minute)),
+			action: ActionScaleUp, reason: ReasonReadPressure, replicas: 3, tier: dbpilotv1alpha1.TierMedium, metricsOK: true,
+		},
+		{
+			name: "a breach shorter than the stabilization window waits", in: func() Input {
+				h := steady(twoMedium, Load{Write: 0.2, Read: 1}, 10*time.Minute)
+				h[len(h)-1] = sample(now, twoMedium, Load{Write: 2, Read: 2}, 0.5)
+				return input(twoMedium, h)
+			}(),
+			action: ActionHold, reason: ReasonStabilizing, replicas: 2, tier: dbpilotv1alpha1.TierMedium, metricsOK: true,
+		},
+		{
+			name: "low load for the whole window scales replicas down first", in: func() Input {
+				in := input(Size{Replicas: 3, Tier: dbpilotv1alpha1.TierLarge}, steady(Size{Replicas: 3, Tier: dbpilotv1alpha1.TierLarge}, Load{Write: 0.3, Read: 0.6}, 30*time.Minute))
+				in.Last = LastChanges{Direction: -1, DirectionTime: now.Add(-time.Hour), Settled: now.Add(-time.Hour)}
+				return in
+			}(),
+			action: ActionScaleDown, reason: ReasonOverProvisioned, replicas: 2, tier: dbpilotv1alpha1.TierLarge, metricsOK: true,
+		},
+		{
+			name: "no scale-down without a full window of data", in: func() Input {
+				in := input(Size{Replicas: 3, Tier: dbpilotv1alpha1.TierLarge}, steady(Size{Replicas: 3, Tier: dbpilotv1alpha1.TierLarge}, Load{Write: 0.3, Read: 0.6}, 5*time.Minute))
+				in.Last = LastChanges{Direction: -1, DirectionTime: now.Add(-time.Hour), Settled: now.Add(-time.Hour)}
+				return in
+			}(),
+			action: ActionHold, reason: ReasonWithinTargets, replicas: 3, tier: dbpilotv1alpha1.TierLarge, metricsOK: true,
+		},
+		{
+			name: "no scale-down across a gap in the metrics", in: func() Input {
+				h := steady(Size{Replicas: 3, Tier: dbpilotv1alpha1.TierLarge}, Load{Write: 0.3, Read: 0.6}, 30*time.Minute)
+				h = append(h[:100], h[110:]...)
+				in := input(Size{Replicas: 3, Tier: dbpilotv1alpha1.TierLarge}, h)
+				in.Last = LastChanges{Direction: -1, DirectionTime: now.Add(-time.Hour), Settled: now.Add(-time.Hour)}
+				return in
+			}(),
+			action: ActionHold, reason: ReasonWithinTargets, replicas: 3, tier: dbpilotv1alpha1.TierLarge, metricsOK: true,
+		},
+		{
+			name: "no scale-down within ten minutes of a scale-up", in: func() Input {
+				in := input(Size{Replicas: 3, Tier: dbpilotv1alpha1.TierLarge}, steady(Size{Replicas: 3, Tier: dbpilotv1alpha1.TierLarge}, Load{Write: 0.3, Read: 0.6}, 30*time.Minute))
+				in.Last = LastChanges{Direction: 1, DirectionTime: now.Add(-5 * time.Minute), Settled: now.Add(-3 * time.Minute)}
+				return in
+			}(),
+			action: ActionHold, reason: ReasonWithinTargets, replicas: 3, tier: dbpilotv1alpha1.TierLarge, metricsOK: true,
+		},
+		{
+			name: "a tier change waits for the cooldown", in: func() Input {
+				in := input(Size{Replicas: 1, Tier: dbpilotv1alpha1.TierMedium}, steady(Size{Replicas: 1, Tier: dbpilotv1alpha1.TierMedium}, Load{Write: 1.8, Read: 0.1}, 10*time.Minute))
+				in.Last = LastChanges{Tier: now.Add(-8 * time.Minute), Direction: 1, DirectionTime: now.Add(-8 * time.Minute), Settled: now.Add(-6 * time.Minute)}
+				return in
+			}(),
+			action: ActionHold, reason: ReasonCooldown, replicas: 1, tier: dbpilotv1alpha1.TierMedium, metricsOK: true,
+		},
+		{
+			name: "at the most the bounds allow it holds", in: func() Input {
+				big := Size{Replicas: 8, Tier: dbpilotv1alpha1.Tier2XLarge}
+				return input(big, steady(big, Load{Write: 30, Read: 80}, 5*time.Minute))
+			}(),
+			action: ActionHold, reason: ReasonAtBounds, replicas: 8, tier: dbpilotv1alpha1.Tier2XLarge, metricsOK: true,
+		},
+		{
+			name: "outside new bounds it comes back inside", in: func() Input {
+				in := input(Size{Replicas: 6, Tier: dbpilotv1alpha1.TierXLarge}, nil)
+				in.Policy.MaxReplicas, in.Policy.MaxTier = 4, dbpilotv1alpha1.TierLarge
+				return in
+			}(),
+			action: ActionTierDown, reason: ReasonAtBounds, replicas: 4, tier: dbpilotv1alpha1.TierLarge,
+		},
+		{
+			name: "a steady load within target holds", in: input(oneLarge, steady(oneLarge, Load{Write: 1, Read: 1}, 30*time.Minute)),
+			action: ActionHold, reason: ReasonWithinTargets, replicas: 1, tier: dbpilotv1alpha1.TierLarge, metricsOK: true,
+		},
+		{
+			name: "a sustained rise is met before saturation", in: func() Input {
+				var h []Sample
+				for i := range 25 {
+					at := now.Add(time.Duration(i-24) * 15 * time.Second)
+					h = append(h, sample(at, oneLarge, Load{Write: 1.0 + 0.06*float64(i), Read: 0.5}, 0.5))
+				}
+				return input(oneLarge, h)
+			}(),
+			action: ActionTierUp, reason: ReasonPredicted, replicas: 1, tier: dbpilotv1alpha1.TierXLarge, metricsOK: true,
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d := Decide(tc.in)
+			if d.Action != tc.action || d.Reason != tc.reason || d.Replicas != tc.replicas || d.Tier != tc.tier {
+				t.Errorf("got %s/%s to %d %s, want %s/%s to %d %s\n%s", d.Action, d.Reason, d.Replicas, d.Tier, tc.action, tc.reason, tc.replicas, tc.tier, d.Message)
+			}
+			if d.MetricsReady != tc.metricsOK {
+				t.Errorf("MetricsReady = %v, want %v", d.MetricsReady, tc.metricsOK)
+			}
+		})
+	}
+}
+
+func TestDecideGrowsStorageOnlyWhenExpandable(t *testing.T) {
+	history := steady(oneLarge, Load{Write: 1, Read: 1}, 5*time.Minute)
+	history[len(history)-1] = sample(now, oneLarge, Load{Write: 1, Read: 1}, 0.85)
+
+	in := input(oneLarge, history)
+	in.Policy.StorageMaxBytes, in.Policy.StorageExpandable = 100*gib, true
+	d := Decide(in)
+	if d.Action != ActionGrowStorage || d.StorageBytes != 13*gib {
+		t.Errorf("got %s to %.0f GiB, want GrowStorage to 13 GiB: %s", d.Action, d.StorageBytes/gib, d.Message)
+	}
+
+	in.Policy.StorageMaxBytes = 12 * gib
+	if d := Decide(in); d.StorageBytes != 12*gib {
+		t.Errorf("grew to %.0f GiB past the 12 GiB maximum", d.StorageBytes/gib)
+	}
+
+	in.Policy.StorageMaxBytes, in.Policy.StorageExpandable = 100*gib, false
+	d = Decide(in)
+	if d.StorageBytes != 10*gib || d.Reason != ReasonStorageFixed {
+		t.Errorf("grew a volume whose class forbids it: %s %.0f GiB", d.Reason, d.StorageBytes/gib)
+	}
+}
+
+func TestDecideReportsAnomaliesWithoutActing(t *testing.T) {
+	history := steady(oneLarge, Load{Write: 0.5, Read: 0.5}, 20*time.Minute)
+	last := &history[len(history)-1]
+	for i := range last.Pods {
+		last.Pods[i].ReadRate *= 20
+	}
+	d := Decide(input(oneLarge, history))
+	if len(d.Anomalies) == 0 || !strings.Contains(d.Anomalies[0], "throughput") {
+		t.Errorf("no throughput anomaly reported: %v", d.Anomalies)
+	}
+	if d.Action != ActionHold {
+		t.Errorf("an anomaly alone changed the size: %s", d.Action)
+	}
+}
+
+func TestEstimateLoadSeparatesWritesFromReads(t *testing.T) {
+	for _, load := range []Load{{Write: 1, Read: 0.5}, {Write: 0.2, Read: 2}, {Write: 0, Read: 1}} {
+		got := EstimateLoad(sample(now, Size{Replicas: 3, Tier: dbpilotv1alpha1.TierLarge}, load, 0.5))
+		if math.Abs(got.Write-load.Write) > 1e-6 || math.Abs(got.Read-load.Read) > 1e-6 {
+			t.Errorf("estimated %+v from %+v", got, load)
+		}
+	}
+	// One pod: the split follows the engine's read and write rates.
+	got := EstimateLoad(sample(now, oneLarge, Load{Write: 1, Read: 1}, 0.5))
+	if math.Abs(got.Write-1) > 1e-6 || math.Abs(got.Read-1) > 1e-6 {
+		t.Errorf("single pod estimated %+v, want 1/1", got)
+	}
+}

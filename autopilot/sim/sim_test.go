@@ -1,0 +1,71 @@
+package sim
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestReadTraceRejectsBadInput(t *testing.T) {
+	cases := map[string]string{
+		"no header":          "0,1,1\n",
+		"wrong header":       "t,r,w\n0,1,1\n",
+		"negative demand":    "seconds,reads,writes\n0,-1,1\n",
+		"time going back":    "seconds,reads,writes\n60,1,1\n30,1,1\n",
+		"not a number":       "seconds,reads,writes\n0,lots,1\n",
+		"missing field":      "seconds,reads,writes\n0,1\n",
+		"only a header":      "seconds,reads,writes\n",
+		"half a gap":         "seconds,reads,writes\n0,,1\n",
+		"infinite":           "seconds,reads,writes\n0,Inf,1\n",
+		"seconds not number": "seconds,reads,writes\nx,1,1\n",
+	}
+	for name, text := range cases {
+		if _, err := ReadTrace(name, strings.NewReader(text)); err == nil {
+			t.Errorf("%s: accepted", name)
+		}
+	}
+}
+
+func TestReadTraceGapsKeepDemand(t *testing.T) {
+	trace, err := ReadTrace("gap", strings.NewReader("seconds,reads,writes\n0,2,1\n60,,\n120,3,1\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	load, gap := trace.At(90)
+	if !gap || load.Read != 2 || load.Write != 1 {
+		t.Errorf("at 90 s: load %+v gap %v, want the previous demand in a gap", load, gap)
+	}
+	if _, gap := trace.At(150); gap {
+		t.Errorf("at 150 s still a gap")
+	}
+}
+
+// TestShippedSuiteInvariants replays the shipped traces and checks what must
+// always hold: the auto-pilot never flaps, stays within bounds, and overloads
+// far less than the HPA. The cost figures are reported by
+// `make bench-autopilot`, not asserted.
+func TestShippedSuiteInvariants(t *testing.T) {
+	traces, err := ReadSuite("testdata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(traces) < 8 {
+		t.Fatalf("suite has %d traces, want the 8 shipped", len(traces))
+	}
+	var total Comparison
+	for _, trace := range traces {
+		cmp := Compare(trace, DefaultConfig())
+		total = total.Add(cmp)
+		if cmp.Autopilot.Flaps != 0 {
+			t.Errorf("%s: the auto-pilot flapped %d times", trace.Name, cmp.Autopilot.Flaps)
+		}
+		for _, p := range cmp.Autopilot.Timeline {
+			if p.Replicas < Bounds.MinReplicas || p.Replicas > Bounds.MaxReplicas || p.Tier.Index() < 0 {
+				t.Fatalf("%s at %.0f s: %d %s pods is outside the bounds", trace.Name, p.Seconds, p.Replicas, p.Tier)
+			}
+		}
+	}
+	if ratio := total.OverloadRatio(); ratio > 0.25 {
+		t.Errorf("overload ratio %.3f, want at most 0.25", ratio)
+	}
+	t.Log(total.Summary())
+}
