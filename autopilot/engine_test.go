@@ -16,7 +16,7 @@ func policy() Policy {
 		MinReplicas: 1, MaxReplicas: 8, MinTier: dbpilotv1alpha1.TierSmall, MaxTier: dbpilotv1alpha1.Tier2XLarge,
 		CPUTarget: 0.7, MemoryTarget: 0.8, ConnectionTarget: 0.8,
 		ScaleUpStabilization: time.Minute, ScaleDownStabilization: 10 * time.Minute, TierCooldown: 15 * time.Minute,
-		SettleTime: 90 * time.Second,
+		SettleTime:       90 * time.Second,
 		StorageThreshold: 0.8, StorageStep: 0.25,
 	}
 }
