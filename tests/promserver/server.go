@@ -1,0 +1,158 @@
+// Package promserver runs a real Prometheus server (the Debian package) for
+// tests and demos: loaded with crafted history through
+// `promtool tsdb create-blocks-from openmetrics`, or scraping targets, on
+// 127.0.0.1 with its data in a temporary directory.
+package promserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Binaries are the paths of prometheus and promtool.
+var (
+	PrometheusBinary = "/usr/bin/prometheus"
+	PromtoolBinary   = "/usr/bin/promtool"
+)
+
+// Server is a running Prometheus.
+type Server struct {
+	// URL is the server's base URL.
+	URL string
+	// Dir holds the TSDB, the configuration and the log.
+	Dir    string
+	cmd    *exec.Cmd
+	exited chan struct{}
+}
+
+// Config says what to start.
+type Config struct {
+	// OpenMetrics, when set, is loaded as history before the server starts.
+	// Counters need a # TYPE line; samples are `name{labels} value seconds`;
+	// the text ends with # EOF.
+	OpenMetrics string
+	// ScrapeTargets are host:port targets scraped every ScrapeInterval.
+	ScrapeTargets  []string
+	ScrapeInterval time.Duration
+}
+
+// Start loads the history (if any) and starts Prometheus, waiting until it is
+// ready.
+func Start(ctx context.Context, cfg Config) (*Server, error) {
+	for _, bin := range []string{PrometheusBinary, PromtoolBinary} {
+		if _, err := os.Stat(bin); err != nil {
+			return nil, fmt.Errorf("%s not found (run `make deps` for the Debian prometheus package): %w", bin, err)
+		}
+	}
+	dir, err := os.MkdirTemp("", "dbpilot-prometheus-")
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{Dir: dir, exited: make(chan struct{})}
+	fail := func(err error) (*Server, error) {
+		return nil, errors.Join(err, s.Stop())
+	}
+	data := filepath.Join(dir, "data")
+	if cfg.OpenMetrics != "" {
+		input := filepath.Join(dir, "history.om")
+		if err := os.WriteFile(input, []byte(cfg.OpenMetrics), 0o644); err != nil {
+			return fail(err)
+		}
+		out, err := exec.CommandContext(ctx, PromtoolBinary, "tsdb", "create-blocks-from", "openmetrics", input, data).CombinedOutput()
+		if err != nil {
+			return fail(fmt.Errorf("promtool create-blocks-from openmetrics: %w\n%s", err, out))
+		}
+	}
+	interval := cfg.ScrapeInterval
+	if interval == 0 {
+		interval = 5 * time.Second
+	}
+	config := fmt.Sprintf("global:\n  scrape_interval: %s\n  evaluation_interval: %s\nscrape_configs:\n", interval, interval)
+	if len(cfg.ScrapeTargets) > 0 {
+		config += fmt.Sprintf("- job_name: targets\n  static_configs:\n  - targets: ['%s']\n", strings.Join(cfg.ScrapeTargets, "', '"))
+	}
+	configPath := filepath.Join(dir, "prometheus.yml")
+	if err := os.WriteFile(configPath, []byte(config), 0o644); err != nil {
+		return fail(err)
+	}
+	port, err := freePort()
+	if err != nil {
+		return fail(err)
+	}
+	s.URL = fmt.Sprintf("http://127.0.0.1:%d", port)
+	log, err := os.Create(filepath.Join(dir, "prometheus.log"))
+	if err != nil {
+		return fail(err)
+	}
+	s.cmd = exec.Command(PrometheusBinary,
+		"--config.file="+configPath,
+		"--storage.tsdb.path="+data,
+		fmt.Sprintf("--web.listen-address=127.0.0.1:%d", port),
+		"--storage.tsdb.retention.time=30d",
+	)
+	s.cmd.Stdout, s.cmd.Stderr = log, log
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := s.cmd.Start(); err != nil {
+		log.Close()
+		return fail(fmt.Errorf("starting prometheus: %w", err))
+	}
+	go func() { _ = s.cmd.Wait(); log.Close(); close(s.exited) }()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		resp, err := http.Get(s.URL + "/-/ready")
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return s, nil
+			}
+		}
+		select {
+		case <-s.exited:
+			return fail(fmt.Errorf("prometheus exited; see %s", filepath.Join(dir, "prometheus.log")))
+		default:
+		}
+		if time.Now().After(deadline) {
+			return fail(fmt.Errorf("prometheus not ready after 30s"))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// Stop stops Prometheus (SIGTERM, then SIGKILL after 10 s) and removes its
+// directory once it has exited.
+func (s *Server) Stop() error {
+	if s.cmd != nil && s.cmd.Process != nil {
+		pgid := s.cmd.Process.Pid
+		_ = syscall.Kill(-pgid, syscall.SIGTERM)
+		select {
+		case <-s.exited:
+		case <-time.After(10 * time.Second):
+			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+			<-s.exited
+		}
+		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		if err := syscall.Kill(-pgid, 0); !errors.Is(err, syscall.ESRCH) {
+			return fmt.Errorf("prometheus process group %d still running", pgid)
+		}
+		s.cmd = nil
+	}
+	return os.RemoveAll(s.Dir)
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
