@@ -43,6 +43,15 @@ func main() {
 		setupLog.Error(err, "Unable to set up controller", "controller", "Database")
 		os.Exit(1)
 	}
+	runner, err := opts.AutopilotRunner(mgr)
+	if err != nil {
+		setupLog.Error(err, "Unable to set up the auto-pilot")
+		os.Exit(1)
+	}
+	if err := mgr.Add(runner); err != nil {
+		setupLog.Error(err, "Unable to add the auto-pilot")
+		os.Exit(1)
+	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		setupLog.Error(err, "Unable to set up health check")
 		os.Exit(1)
@@ -51,7 +60,7 @@ func main() {
 		setupLog.Error(err, "Unable to set up ready check")
 		os.Exit(1)
 	}
-	setupLog.Info("Starting manager", "watchNamespaces", fmt.Sprint(opts.WatchNamespaces), "leaderElection", opts.LeaderElection)
+	setupLog.Info("Starting manager", "watchNamespaces", fmt.Sprint(opts.WatchNamespaces), "leaderElection", opts.LeaderElection, "prometheus", opts.PrometheusURL != "")
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		setupLog.Error(err, "Manager stopped with an error")
 		os.Exit(1)

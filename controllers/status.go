@@ -72,8 +72,11 @@ func (r *DatabaseReconciler) writeStatus(ctx context.Context, s *scope, reconcil
 	}
 	status := buildStatus(s.db, obs, metav1.NewTime(r.clock().Now()))
 	r.recordDegraded(s.db, status.Conditions)
+	// Compare only what this reconciler owns: status.autopilot and the
+	// auto-pilot's conditions belong to the auto-pilot.
 	current := s.db.Status.DeepCopy()
 	current.Autopilot = nil
+	current.Conditions = ownConditions(current.Conditions)
 	if equality.Semantic.DeepEqual(*current, status) {
 		return nil
 	}
@@ -107,4 +110,16 @@ func (r *DatabaseReconciler) recordDegraded(db *dbpilotv1alpha1.Database, condit
 		return
 	}
 	r.Recorder.Eventf(db, nil, corev1.EventTypeWarning, dbpilotv1alpha1.EventReasonDegraded, "Degrade", "%s: %s", now.Reason, now.Message)
+}
+
+// ownConditions keeps the conditions the reconciler writes.
+func ownConditions(conditions []metav1.Condition) []metav1.Condition {
+	var own []metav1.Condition
+	for _, cond := range conditions {
+		switch cond.Type {
+		case dbpilotv1alpha1.ConditionAvailable, dbpilotv1alpha1.ConditionProgressing, dbpilotv1alpha1.ConditionDegraded:
+			own = append(own, cond)
+		}
+	}
+	return own
 }

@@ -19,7 +19,7 @@ func (r *DatabaseReconciler) reconcileVolumes(ctx context.Context, s *scope) (ct
 	if err := r.Client.List(ctx, claims, client.InNamespace(db.Namespace), client.MatchingLabels(db.SelectorLabels())); err != nil {
 		return ctrl.Result{}, fmt.Errorf("listing volumes: %w", err)
 	}
-	want := db.Spec.Storage.Size
+	want := db.EffectiveStorageSize()
 	for i := range claims.Items {
 		claim := &claims.Items[i]
 		current := claim.Spec.Resources.Requests[corev1.ResourceStorage]

@@ -156,6 +156,13 @@ type AutopilotStatus struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Last Auto-pilot Decision",xDescriptors={"urn:alm:descriptor:text"}
 	LastDecision *AutopilotDecision `json:"lastDecision,omitempty"`
 
+	// effectiveReplicas and effectiveTier are what the Database runs with:
+	// the recommendation in Auto mode (within bounds), else the spec.
+	// +optional
+	EffectiveReplicas *int32 `json:"effectiveReplicas,omitempty"`
+	// +optional
+	EffectiveTier Tier `json:"effectiveTier,omitempty"`
+
 	// nextEligibleTime is the earliest time the auto-pilot may change the
 	// recommendation again.
 	// +optional

@@ -14,6 +14,9 @@ const (
 	// ConditionAutopilotReady is True when the auto-pilot has fresh, complete
 	// metrics to decide on.
 	ConditionAutopilotReady = "AutopilotReady"
+	// ConditionAnomalyDetected is True while throughput or connections are
+	// far outside the Database's usual range.
+	ConditionAnomalyDetected = "AnomalyDetected"
 	// ConditionBackupSucceeded reports the outcome of the last backup.
 	ConditionBackupSucceeded = "BackupSucceeded"
 )
@@ -33,6 +36,10 @@ const (
 	ReasonReconcileFailed     = "ReconcileFailed"
 	ReasonAsExpected          = "AsExpected"
 	ReasonVolumeNotExpandable = "VolumeNotExpandable"
+	ReasonMetricsReady        = "MetricsReady"
+	ReasonPrometheusError     = "PrometheusUnavailable"
+	ReasonNoAnomaly           = "WithinBaseline"
+	ReasonAnomaly             = "OutsideBaseline"
 )
 
 // Event reasons recorded on a Database.
@@ -43,4 +50,6 @@ const (
 	EventReasonDegraded       = "Degraded"
 	EventReasonVolumeRetained = "VolumesRetained"
 	EventReasonVolumeDeleted  = "VolumesDeleted"
+	EventReasonAutopilot      = "Autopilot"
+	EventReasonAnomaly        = "Anomaly"
 )

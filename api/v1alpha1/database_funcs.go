@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 )
@@ -170,4 +171,19 @@ func (d *Database) OwnerReference() metav1.OwnerReference {
 func MajorVersion(version string) string {
 	major, _, _ := strings.Cut(version, ".")
 	return major
+}
+
+// EffectiveStorageSize is the volume size to have: the auto-pilot's
+// recommendation in Auto mode when it is larger than spec.storage.size
+// (volumes never shrink), else the spec.
+func (d *Database) EffectiveStorageSize() resource.Quantity {
+	size := d.Spec.Storage.Size
+	rec := d.autopilotRecommendation()
+	if rec == nil || rec.StorageSize == nil || rec.StorageSize.Cmp(size) <= 0 {
+		return size
+	}
+	if d.Spec.Autopilot.Storage != nil && rec.StorageSize.Cmp(d.Spec.Autopilot.Storage.MaxSize) > 0 {
+		return d.Spec.Autopilot.Storage.MaxSize
+	}
+	return *rec.StorageSize
 }

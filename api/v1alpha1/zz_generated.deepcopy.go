@@ -136,6 +136,11 @@ func (in *AutopilotStatus) DeepCopyInto(out *AutopilotStatus) {
 		*out = new(AutopilotDecision)
 		(*in).DeepCopyInto(*out)
 	}
+	if in.EffectiveReplicas != nil {
+		in, out := &in.EffectiveReplicas, &out.EffectiveReplicas
+		*out = new(int32)
+		**out = **in
+	}
 	if in.NextEligibleTime != nil {
 		in, out := &in.NextEligibleTime, &out.NextEligibleTime
 		*out = (*in).DeepCopy()

@@ -4,6 +4,12 @@
 // caller maps pods back to Databases by the operator's own pod labels.
 package promsource
 
+import (
+	"time"
+
+	"github.com/prometheus/common/model"
+)
+
 // The series the auto-pilot reads, in one place. The kubelet's cAdvisor and
 // volume stats, postgres_exporter and mysqld_exporter name them; the exporter
 // sidecars that produce the engine series run beside each database container,
@@ -32,9 +38,9 @@ const (
 	MySQLLag            = "mysql_slave_status_seconds_behind_master"
 )
 
-// RateWindow is the window of every rate: long enough to hold several
-// scrapes, short enough to follow the load.
-const RateWindow = "2m"
+// DefaultRateWindow is the window of every rate: long enough to hold
+// several scrapes, short enough to follow the load.
+const DefaultRateWindow = 2 * time.Minute
 
 // query is one batch query and what its value means for a pod.
 type query struct {
@@ -48,16 +54,16 @@ type query struct {
 // queries are the batch queries of one cycle: eight, whatever the number of
 // Databases. A pod appears in a cycle's sample only when its CPU rate does,
 // so a pod that stopped being scraped drops out and the sample is partial.
-var queries = []query{
-	{name: "cpu", promQL: `sum by (namespace, pod) (rate(` + CPUSeconds + `{container="` + DatabaseContainer + `"}[` + RateWindow + `]))`},
-	{name: "memory", promQL: `sum by (namespace, pod) (` + MemoryBytes + `{container="` + DatabaseContainer + `"})`},
-	{name: "connections", promQL: `sum by (namespace, pod) (` + PostgresConnections + `) or sum by (namespace, pod) (` + MySQLConnections + `)`},
-	{name: "maxConnections", promQL: `max by (namespace, pod) (` + PostgresMaxConnections + `) or max by (namespace, pod) (` + MySQLMaxConnections + `)`},
-	{name: "reads", promQL: `sum by (namespace, pod) (rate(` + PostgresReads + `[` + RateWindow + `])) or sum by (namespace, pod) (rate(` + MySQLCommands + `{command="select"}[` + RateWindow + `]))`},
-	{name: "writes", promQL: `sum by (namespace, pod) (rate(` + PostgresInserts + `[` + RateWindow + `]) + rate(` + PostgresUpdates + `[` + RateWindow + `]) + rate(` + PostgresDeletes + `[` + RateWindow + `])) or sum by (namespace, pod) (rate(` + MySQLCommands + `{command=~"insert|update|delete|replace"}[` + RateWindow + `]))`},
-	{name: "lag", promQL: `max by (namespace, pod) (` + PostgresLag + `) or max by (namespace, pod) (` + MySQLLag + `)`},
-	{name: "volume", promQL: `max by (namespace, persistentvolumeclaim) (` + VolumeUsed + ` / ` + VolumeCapacity + `)`, byClaim: true},
+func queries(window time.Duration) []query {
+	rateWindow := model.Duration(window).String()
+	return []query{
+		{name: "cpu", promQL: `sum by (namespace, pod) (rate(` + CPUSeconds + `{container="` + DatabaseContainer + `"}[` + rateWindow + `]))`},
+		{name: "memory", promQL: `sum by (namespace, pod) (` + MemoryBytes + `{container="` + DatabaseContainer + `"})`},
+		{name: "connections", promQL: `sum by (namespace, pod) (` + PostgresConnections + `) or sum by (namespace, pod) (` + MySQLConnections + `)`},
+		{name: "maxConnections", promQL: `max by (namespace, pod) (` + PostgresMaxConnections + `) or max by (namespace, pod) (` + MySQLMaxConnections + `)`},
+		{name: "reads", promQL: `sum by (namespace, pod) (rate(` + PostgresReads + `[` + rateWindow + `])) or sum by (namespace, pod) (rate(` + MySQLCommands + `{command="select"}[` + rateWindow + `]))`},
+		{name: "writes", promQL: `sum by (namespace, pod) (rate(` + PostgresInserts + `[` + rateWindow + `]) + rate(` + PostgresUpdates + `[` + rateWindow + `]) + rate(` + PostgresDeletes + `[` + rateWindow + `])) or sum by (namespace, pod) (rate(` + MySQLCommands + `{command=~"insert|update|delete|replace"}[` + rateWindow + `]))`},
+		{name: "lag", promQL: `max by (namespace, pod) (` + PostgresLag + `) or max by (namespace, pod) (` + MySQLLag + `)`},
+		{name: "volume", promQL: `max by (namespace, persistentvolumeclaim) (` + VolumeUsed + ` / ` + VolumeCapacity + `)`, byClaim: true},
+	}
 }
-
-// QueryCount is the number of queries one cycle sends.
-var QueryCount = len(queries)

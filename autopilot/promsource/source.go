@@ -38,6 +38,7 @@ type Snapshot struct {
 type Source struct {
 	api     promv1.API
 	timeout time.Duration
+	queries []query
 	// claimPod maps a volume claim to its pod: StatefulSet claims are named
 	// <template>-<pod>.
 	claimPrefix string
@@ -51,6 +52,9 @@ type Options struct {
 	BearerTokenFile string
 	CAFile          string
 	Timeout         time.Duration
+	// RateWindow is the window of rates; DefaultRateWindow when zero. It
+	// must hold at least two scrapes.
+	RateWindow time.Duration
 }
 
 // New returns a Source for the Prometheus at opts.URL.
@@ -67,7 +71,11 @@ func New(opts Options) (*Source, error) {
 	if timeout <= 0 {
 		timeout = 10 * time.Second
 	}
-	return &Source{api: promv1.NewAPI(client), timeout: timeout, claimPrefix: "data-"}, nil
+	window := opts.RateWindow
+	if window <= 0 {
+		window = DefaultRateWindow
+	}
+	return &Source{api: promv1.NewAPI(client), timeout: timeout, queries: queries(window), claimPrefix: "data-"}, nil
 }
 
 // Snapshot runs the batch queries at time at and merges them per pod. A pod
@@ -76,7 +84,7 @@ func New(opts Options) (*Source, error) {
 func (s *Source) Snapshot(ctx context.Context, at time.Time) (Snapshot, error) {
 	snap := Snapshot{Time: at, Pods: map[PodKey]PodMetrics{}}
 	perQuery := map[string]model.Vector{}
-	for _, q := range queries {
+	for _, q := range s.queries {
 		qctx, cancel := context.WithTimeout(ctx, s.timeout)
 		value, _, err := s.api.Query(qctx, q.promQL, at)
 		cancel()

@@ -40,6 +40,17 @@ type Options struct {
 	MaxConcurrentReconciles int
 	WatchNamespaces         string
 	GracefulShutdownTimeout time.Duration
+
+	// The auto-pilot's Prometheus and cadence. The address is an operator
+	// flag, never a Database field: a namespace user must not be able to
+	// point the operator at arbitrary URLs.
+	PrometheusURL             string
+	PrometheusBearerTokenFile string
+	PrometheusCAFile          string
+	PrometheusTimeout         time.Duration
+	PrometheusRateWindow      time.Duration
+	AutopilotInterval         time.Duration
+	AutopilotSettleTime       time.Duration
 }
 
 // Default returns the options a manager runs with when no flag is given.
@@ -54,6 +65,10 @@ func Default() *Options {
 		MaxConcurrentReconciles: 4,
 		WatchNamespaces:         os.Getenv(WatchNamespaceEnv),
 		GracefulShutdownTimeout: 30 * time.Second,
+		PrometheusTimeout:       10 * time.Second,
+		PrometheusRateWindow:    2 * time.Minute,
+		AutopilotInterval:       15 * time.Second,
+		AutopilotSettleTime:     150 * time.Second,
 	}
 }
 
@@ -67,6 +82,13 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles, "How many Databases are reconciled at once.")
 	fs.StringVar(&o.WatchNamespaces, "watch-namespaces", o.WatchNamespaces, "Comma-separated namespaces to watch, empty for all (default: $"+WatchNamespaceEnv+", as set by OLM).")
 	fs.DurationVar(&o.GracefulShutdownTimeout, "graceful-shutdown-timeout", o.GracefulShutdownTimeout, "How long running reconciles may take to finish on shutdown.")
+	fs.StringVar(&o.PrometheusURL, "prometheus-url", o.PrometheusURL, "Prometheus the auto-pilot reads metrics from; without it the auto-pilot holds and says so.")
+	fs.StringVar(&o.PrometheusBearerTokenFile, "prometheus-bearer-token-file", o.PrometheusBearerTokenFile, "File holding a bearer token for Prometheus, read on every query.")
+	fs.StringVar(&o.PrometheusCAFile, "prometheus-ca-file", o.PrometheusCAFile, "CA certificates to verify Prometheus' TLS certificate with.")
+	fs.DurationVar(&o.PrometheusTimeout, "prometheus-timeout", o.PrometheusTimeout, "Timeout of each Prometheus query.")
+	fs.DurationVar(&o.PrometheusRateWindow, "prometheus-rate-window", o.PrometheusRateWindow, "Window of the rates the auto-pilot queries; at least two scrape intervals.")
+	fs.DurationVar(&o.AutopilotInterval, "autopilot-interval", o.AutopilotInterval, "Time between two auto-pilot evaluations of every Database.")
+	fs.DurationVar(&o.AutopilotSettleTime, "autopilot-settle-time", o.AutopilotSettleTime, "How long after a change the auto-pilot waits for the metrics to reflect it (Prometheus' rate window plus a scrape).")
 }
 
 // Namespaces returns the watched namespaces, or nil for all of them.
@@ -94,6 +116,9 @@ func Scheme() (*runtime.Scheme, error) {
 
 // ManagerOptions turns the options into controller-runtime manager options.
 func (o *Options) ManagerOptions() (ctrl.Options, error) {
+	if o.AutopilotInterval < time.Second {
+		return ctrl.Options{}, fmt.Errorf("--autopilot-interval must be at least 1s, got %s", o.AutopilotInterval)
+	}
 	if o.MaxConcurrentReconciles < 1 {
 		return ctrl.Options{}, fmt.Errorf("--max-concurrent-reconciles must be at least 1, got %d", o.MaxConcurrentReconciles)
 	}

@@ -1,0 +1,258 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
+	"github.com/dbpilot/dbpilot/autopilot"
+	"github.com/dbpilot/dbpilot/autopilot/promsource"
+)
+
+// AutopilotFieldOwner is the field manager of status.autopilot and the
+// auto-pilot's conditions.
+const AutopilotFieldOwner = "dbpilot-autopilot"
+
+// historyKept is how much metrics history the runner keeps per Database: the
+// scale-down window, the first scale-down's longer window, and the anomaly
+// baseline.
+const historyKept = time.Hour
+
+// MetricsSource is where the auto-pilot reads metrics: one batch per cycle
+// for every Database.
+type MetricsSource interface {
+	Snapshot(ctx context.Context, at time.Time) (promsource.Snapshot, error)
+}
+
+// AutopilotRunner evaluates every Database with the auto-pilot on at a fixed
+// interval and records its decision in status.autopilot. It never edits a
+// spec: in Auto mode the Database reconciler applies the recommendation. It
+// runs only on the elected leader.
+type AutopilotRunner struct {
+	Client client.Client
+	// Source is nil when no Prometheus is configured; the auto-pilot then
+	// reports it is not ready and holds.
+	Source   MetricsSource
+	Recorder events.EventRecorder
+	// Interval is the time between cycles.
+	Interval time.Duration
+	// SettleTime is how long after a change the metrics still mix the old
+	// size with the new: the source's rate window and a scrape.
+	SettleTime time.Duration
+	Clock      clock.WithTicker
+
+	mu      sync.Mutex
+	history map[types.NamespacedName][]autopilot.Sample
+	last    map[types.NamespacedName]autopilot.LastChanges
+	busy    map[types.NamespacedName]bool
+}
+
+// NeedLeaderElection makes the runner run on the leader only.
+func (r *AutopilotRunner) NeedLeaderElection() bool { return true }
+
+// Start runs a cycle every Interval until ctx ends.
+func (r *AutopilotRunner) Start(ctx context.Context) error {
+	log := ctrl.LoggerFrom(ctx).WithName("autopilot")
+	ticker := r.clock().NewTicker(r.Interval)
+	defer ticker.Stop()
+	for {
+		if err := r.Cycle(ctx); err != nil {
+			log.Error(err, "Auto-pilot cycle failed")
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-ticker.C():
+		}
+	}
+}
+
+func (r *AutopilotRunner) clock() clock.WithTicker {
+	if r.Clock == nil {
+		return clock.RealClock{}
+	}
+	return r.Clock
+}
+
+// Cycle evaluates every Database once: one metrics snapshot for all of them.
+func (r *AutopilotRunner) Cycle(ctx context.Context) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.history == nil {
+		r.history = map[types.NamespacedName][]autopilot.Sample{}
+		r.last = map[types.NamespacedName]autopilot.LastChanges{}
+		r.busy = map[types.NamespacedName]bool{}
+	}
+	dbs := &dbpilotv1alpha1.DatabaseList{}
+	if err := r.Client.List(ctx, dbs); err != nil {
+		return fmt.Errorf("listing Databases: %w", err)
+	}
+	var active []*dbpilotv1alpha1.Database
+	var errs []error
+	for i := range dbs.Items {
+		db := &dbs.Items[i]
+		if db.Spec.Autopilot == nil || db.Spec.Autopilot.Mode == dbpilotv1alpha1.AutopilotOff || !db.DeletionTimestamp.IsZero() {
+			delete(r.history, client.ObjectKeyFromObject(db))
+			if err := r.clear(ctx, db); err != nil {
+				errs = append(errs, err)
+			}
+			continue
+		}
+		active = append(active, db)
+	}
+	if len(active) == 0 {
+		return errors.Join(errs...)
+	}
+
+	now := r.clock().Now()
+	var snap promsource.Snapshot
+	sourceErr := errors.New("no Prometheus is configured (--prometheus-url)")
+	if r.Source != nil {
+		snap, sourceErr = r.Source.Snapshot(ctx, now)
+	}
+	pods := &corev1.PodList{}
+	if err := r.Client.List(ctx, pods, client.MatchingLabels{dbpilotv1alpha1.LabelManagedBy: dbpilotv1alpha1.ManagedByValue}); err != nil {
+		return fmt.Errorf("listing pods: %w", err)
+	}
+	podsOf := map[types.NamespacedName][]corev1.Pod{}
+	for _, pod := range pods.Items {
+		key := types.NamespacedName{Namespace: pod.Namespace, Name: pod.Labels[dbpilotv1alpha1.LabelDatabase]}
+		podsOf[key] = append(podsOf[key], pod)
+	}
+	for _, db := range active {
+		key := client.ObjectKeyFromObject(db)
+		if sourceErr == nil {
+			r.history[key] = trimHistory(append(r.history[key], sampleOf(db, podsOf[key], snap)), now)
+		}
+		in := autopilot.Input{
+			Now:     now,
+			Policy:  r.policyOf(ctx, db),
+			Current: currentOf(db),
+			Last:    r.lastOf(db, now),
+			History: r.history[key],
+		}
+		d := autopilot.Decide(in)
+		if err := r.record(ctx, db, in, d, sourceErr); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// sampleOf builds the Database's sample from the snapshot: its ready pods'
+// metrics, with the primary marked by its role label.
+func sampleOf(db *dbpilotv1alpha1.Database, pods []corev1.Pod, snap promsource.Snapshot) autopilot.Sample {
+	tier := db.Status.Tier
+	if tier == "" {
+		tier = db.EffectiveTier()
+	}
+	s := autopilot.Sample{Time: snap.Time, Tier: tier}
+	for i := range pods {
+		pod := &pods[i]
+		if !podReady(pod) || !pod.DeletionTimestamp.IsZero() {
+			continue
+		}
+		s.Replicas++
+		m, ok := snap.Pods[promsource.PodKey{Namespace: pod.Namespace, Pod: pod.Name}]
+		if !ok {
+			continue
+		}
+		s.Pods = append(s.Pods, autopilot.PodSample{
+			Pod: pod.Name, Primary: pod.Labels[dbpilotv1alpha1.LabelRole] == dbpilotv1alpha1.RolePrimary,
+			CPUCores: m.CPUCores, MemoryBytes: m.MemoryBytes,
+			Connections: m.Connections, MaxConnections: m.MaxConnections,
+			ReadRate: m.ReadRate, WriteRate: m.WriteRate, LagSeconds: m.LagSeconds,
+			VolumeUsedBytes: m.VolumeUsedShare, VolumeCapacityBytes: 1,
+		})
+	}
+	return s
+}
+
+func trimHistory(history []autopilot.Sample, now time.Time) []autopilot.Sample {
+	i := 0
+	for i < len(history) && now.Sub(history[i].Time) > historyKept {
+		i++
+	}
+	return history[i:]
+}
+
+// currentOf is the size the Database runs with, and what keeps it busy.
+func currentOf(db *dbpilotv1alpha1.Database) autopilot.Current {
+	storage := db.EffectiveStorageSize()
+	current := autopilot.Current{
+		Replicas:     db.EffectiveReplicas(),
+		Tier:         db.EffectiveTier(),
+		StorageBytes: storage.AsApproximateFloat64(),
+	}
+	switch {
+	case db.Spec.Paused:
+		current.Busy = "the Database to be unpaused"
+	case db.Status.ObservedGeneration < db.Generation || conditionTrue(db, dbpilotv1alpha1.ConditionProgressing):
+		current.Busy = "the rollout in progress"
+	}
+	return current
+}
+
+func conditionTrue(db *dbpilotv1alpha1.Database, condType string) bool {
+	for _, cond := range db.Status.Conditions {
+		if cond.Type == condType {
+			return cond.Status == "True"
+		}
+	}
+	return false
+}
+
+// lastOf returns when the auto-pilot last changed this Database, from memory
+// or, after a restart, from status.autopilot.lastDecision; and tracks when
+// rollouts end, for the settle time.
+func (r *AutopilotRunner) lastOf(db *dbpilotv1alpha1.Database, now time.Time) autopilot.LastChanges {
+	key := client.ObjectKeyFromObject(db)
+	last, known := r.last[key]
+	if !known && db.Status.Autopilot != nil && db.Status.Autopilot.LastDecision != nil {
+		decision := db.Status.Autopilot.LastDecision
+		last.DirectionTime = decision.Time.Time
+		switch autopilot.Action(decision.Action) {
+		case autopilot.ActionScaleUp, autopilot.ActionTierUp, autopilot.ActionGrowStorage:
+			last.Direction = 1
+		case autopilot.ActionScaleDown, autopilot.ActionTierDown:
+			last.Direction = -1
+		}
+		if decision.Action == string(autopilot.ActionTierUp) || decision.Action == string(autopilot.ActionTierDown) {
+			last.Tier = decision.Time.Time
+		}
+	}
+	busy := currentOf(db).Busy != ""
+	if r.busy[key] && !busy {
+		last.Settled = now
+	}
+	r.busy[key] = busy
+	r.last[key] = last
+	return last
+}
+
+// noteChange remembers a change of size the auto-pilot just recommended.
+func (r *AutopilotRunner) noteChange(db *dbpilotv1alpha1.Database, in autopilot.Input, d autopilot.Decision) {
+	key := client.ObjectKeyFromObject(db)
+	last := r.last[key]
+	before := autopilot.Size{Replicas: in.Current.Replicas, Tier: in.Current.Tier}
+	after := autopilot.Size{Replicas: d.Replicas, Tier: d.Tier}
+	if after.Tier != before.Tier {
+		last.Tier = in.Now
+	}
+	last.Direction = 1
+	if after.Cost() < before.Cost() {
+		last.Direction = -1
+	}
+	last.DirectionTime = in.Now
+	r.last[key] = last
+}

@@ -1,0 +1,232 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
+	"github.com/dbpilot/dbpilot/autopilot"
+)
+
+// policyOf turns spec.autopilot into the engine's policy, with the CRD's
+// defaults for fields a client left out.
+func (r *AutopilotRunner) policyOf(ctx context.Context, db *dbpilotv1alpha1.Database) autopilot.Policy {
+	spec := db.Spec.Autopilot
+	p := autopilot.Policy{
+		MinReplicas: db.SpecReplicas(), MaxReplicas: db.SpecReplicas(),
+		MinTier: db.SpecTier(), MaxTier: db.SpecTier(),
+		CPUTarget: 0.7, MemoryTarget: 0.8, ConnectionTarget: 0.8,
+		ScaleUpStabilization:   seconds(spec.ScaleUpStabilizationSeconds, 60),
+		ScaleDownStabilization: seconds(spec.ScaleDownStabilizationSeconds, 600),
+		TierCooldown:           seconds(spec.TierCooldownSeconds, 900),
+		SettleTime:             r.SettleTime,
+	}
+	if spec.Replicas != nil {
+		p.MinReplicas, p.MaxReplicas = spec.Replicas.Min, spec.Replicas.Max
+	}
+	if spec.Tiers != nil {
+		p.MinTier, p.MaxTier = spec.Tiers.Min, spec.Tiers.Max
+	}
+	if t := spec.Targets; t != nil {
+		p.CPUTarget = percent(t.CPUUtilizationPercent, 0.7)
+		p.MemoryTarget = percent(t.MemoryUtilizationPercent, 0.8)
+		p.ConnectionTarget = percent(t.ConnectionUtilizationPercent, 0.8)
+	}
+	if s := spec.Storage; s != nil {
+		p.StorageThreshold = percent(s.ThresholdPercent, 0.8)
+		p.StorageStep = percent(s.StepPercent, 0.25)
+		p.StorageMaxBytes = s.MaxSize.AsApproximateFloat64()
+		p.StorageExpandable = r.expandable(ctx, db)
+	}
+	return p
+}
+
+func seconds(v *int32, def int32) time.Duration {
+	if v == nil {
+		return time.Duration(def) * time.Second
+	}
+	return time.Duration(*v) * time.Second
+}
+
+func percent(v int32, def float64) float64 {
+	if v <= 0 {
+		return def
+	}
+	return float64(v) / 100
+}
+
+// expandable reports whether the StorageClass of the Database's first volume
+// allows expansion.
+func (r *AutopilotRunner) expandable(ctx context.Context, db *dbpilotv1alpha1.Database) bool {
+	claim := &corev1.PersistentVolumeClaim{}
+	name := fmt.Sprintf("%s-%s", db.VolumeClaimTemplateName(), db.PrimaryPodName())
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: db.Namespace, Name: name}, claim); err != nil || claim.Spec.StorageClassName == nil {
+		return false
+	}
+	class := &storagev1.StorageClass{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Name: *claim.Spec.StorageClassName}, class); err != nil {
+		return false
+	}
+	return ptr.Deref(class.AllowVolumeExpansion, false)
+}
+
+// record writes the decision into status.autopilot and the AutopilotReady
+// and AnomalyDetected conditions, with the auto-pilot's field owner, only
+// when they changed; a change of recommendation is also an Event.
+func (r *AutopilotRunner) record(ctx context.Context, db *dbpilotv1alpha1.Database, in autopilot.Input, d autopilot.Decision, sourceErr error) error {
+	mode := db.Spec.Autopilot.Mode
+	status := &dbpilotv1alpha1.AutopilotStatus{Mode: mode}
+	if previous := db.Status.Autopilot; previous != nil {
+		status.LastDecision = previous.LastDecision
+		status.Recommendation = previous.Recommendation
+	}
+	conditions := autopilotConditions(db, d, sourceErr)
+
+	if sourceErr == nil && d.MetricsReady {
+		rec := &dbpilotv1alpha1.AutopilotRecommendation{Replicas: ptr.To(d.Replicas), Tier: d.Tier}
+		if d.StorageBytes > 0 {
+			rec.StorageSize = resource.NewQuantity(int64(d.StorageBytes), resource.BinarySI)
+		}
+		if !equality.Semantic.DeepEqual(rec, status.Recommendation) {
+			status.Recommendation = rec
+			status.LastDecision = &dbpilotv1alpha1.AutopilotDecision{
+				Time: metav1.NewTime(in.Now), Action: string(d.Action), Reason: d.Reason, Message: d.Message, Signals: signalStrings(d.Signals),
+			}
+			if d.Changed(in.Current) {
+				verb := "Recommends"
+				if mode == dbpilotv1alpha1.AutopilotAuto {
+					verb = "Applies"
+					r.noteChange(db, in, d)
+				}
+				r.Recorder.Eventf(db, nil, corev1.EventTypeNormal, dbpilotv1alpha1.EventReasonAutopilot, string(d.Action), "%s %s: %s", verb, d.Action, d.Message)
+			}
+		}
+		if d.NextEligible.After(in.Now) {
+			status.NextEligibleTime = ptr.To(metav1.NewTime(d.NextEligible.Truncate(time.Second)))
+		}
+	}
+	applied := *db.DeepCopy()
+	applied.Status.Autopilot = status
+	status.EffectiveReplicas = ptr.To(applied.EffectiveReplicas())
+	status.EffectiveTier = applied.EffectiveTier()
+
+	if wasAnomalous(db) != (len(d.Anomalies) > 0) && len(d.Anomalies) > 0 {
+		r.Recorder.Eventf(db, nil, corev1.EventTypeWarning, dbpilotv1alpha1.EventReasonAnomaly, "Detect", "%s", strings.Join(d.Anomalies, "; "))
+	}
+	return r.apply(ctx, db, status, conditions)
+}
+
+// autopilotConditions are AutopilotReady (fresh, complete metrics) and
+// AnomalyDetected, carried over unchanged when their status did not change.
+func autopilotConditions(db *dbpilotv1alpha1.Database, d autopilot.Decision, sourceErr error) []metav1.Condition {
+	var conditions []metav1.Condition
+	for _, cond := range db.Status.Conditions {
+		if cond.Type == dbpilotv1alpha1.ConditionAutopilotReady || cond.Type == dbpilotv1alpha1.ConditionAnomalyDetected {
+			conditions = append(conditions, cond)
+		}
+	}
+	set := func(condType string, status metav1.ConditionStatus, reason, message string) {
+		meta.SetStatusCondition(&conditions, metav1.Condition{Type: condType, Status: status, Reason: reason, Message: message, ObservedGeneration: db.Generation})
+	}
+	switch {
+	case sourceErr != nil:
+		set(dbpilotv1alpha1.ConditionAutopilotReady, metav1.ConditionFalse, dbpilotv1alpha1.ReasonPrometheusError, "Holding: "+sourceErr.Error())
+	case !d.MetricsReady:
+		set(dbpilotv1alpha1.ConditionAutopilotReady, metav1.ConditionFalse, d.Reason, "Holding: "+d.Message)
+	default:
+		set(dbpilotv1alpha1.ConditionAutopilotReady, metav1.ConditionTrue, dbpilotv1alpha1.ReasonMetricsReady, "Metrics are fresh and complete")
+	}
+	if len(d.Anomalies) > 0 {
+		set(dbpilotv1alpha1.ConditionAnomalyDetected, metav1.ConditionTrue, dbpilotv1alpha1.ReasonAnomaly, strings.Join(d.Anomalies, "; "))
+	} else if d.MetricsReady {
+		set(dbpilotv1alpha1.ConditionAnomalyDetected, metav1.ConditionFalse, dbpilotv1alpha1.ReasonNoAnomaly, "Throughput and connections are within their usual range")
+	}
+	return conditions
+}
+
+func wasAnomalous(db *dbpilotv1alpha1.Database) bool {
+	return meta.IsStatusConditionTrue(db.Status.Conditions, dbpilotv1alpha1.ConditionAnomalyDetected)
+}
+
+// signalStrings renders the decision's numbers for status, in a stable form.
+func signalStrings(signals map[string]float64) map[string]string {
+	out := make(map[string]string, len(signals))
+	keys := make([]string, 0, len(signals))
+	for k := range signals {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		out[k] = fmt.Sprintf("%.3g", math.Round(signals[k]*1000)/1000)
+	}
+	return out
+}
+
+// apply server-side applies the auto-pilot's part of the status when it
+// differs from the stored one.
+func (r *AutopilotRunner) apply(ctx context.Context, db *dbpilotv1alpha1.Database, status *dbpilotv1alpha1.AutopilotStatus, conditions []metav1.Condition) error {
+	current := db.Status.Autopilot
+	var currentConditions []metav1.Condition
+	for _, cond := range db.Status.Conditions {
+		if cond.Type == dbpilotv1alpha1.ConditionAutopilotReady || cond.Type == dbpilotv1alpha1.ConditionAnomalyDetected {
+			currentConditions = append(currentConditions, cond)
+		}
+	}
+	if equality.Semantic.DeepEqual(current, status) && equality.Semantic.DeepEqual(currentConditions, conditions) {
+		return nil
+	}
+	content := map[string]any{}
+	if status != nil {
+		ap, err := runtime.DefaultUnstructuredConverter.ToUnstructured(status)
+		if err != nil {
+			return fmt.Errorf("converting auto-pilot status: %w", err)
+		}
+		content["autopilot"] = ap
+	}
+	if len(conditions) > 0 {
+		list := make([]any, 0, len(conditions))
+		for i := range conditions {
+			c, err := runtime.DefaultUnstructuredConverter.ToUnstructured(&conditions[i])
+			if err != nil {
+				return fmt.Errorf("converting condition: %w", err)
+			}
+			list = append(list, c)
+		}
+		content["conditions"] = list
+	}
+	u := &unstructured.Unstructured{Object: map[string]any{"status": content}}
+	u.SetGroupVersionKind(dbpilotv1alpha1.GroupVersion.WithKind("Database"))
+	u.SetNamespace(db.Namespace)
+	u.SetName(db.Name)
+	if err := r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(AutopilotFieldOwner), client.ForceOwnership); err != nil {
+		return fmt.Errorf("writing auto-pilot status of %s: %w", client.ObjectKeyFromObject(db), err)
+	}
+	return nil
+}
+
+// clear removes the auto-pilot's status and conditions once it is off.
+func (r *AutopilotRunner) clear(ctx context.Context, db *dbpilotv1alpha1.Database) error {
+	if db.Status.Autopilot == nil && meta.FindStatusCondition(db.Status.Conditions, dbpilotv1alpha1.ConditionAutopilotReady) == nil &&
+		meta.FindStatusCondition(db.Status.Conditions, dbpilotv1alpha1.ConditionAnomalyDetected) == nil {
+		return nil
+	}
+	if !db.DeletionTimestamp.IsZero() {
+		return nil
+	}
+	return r.apply(ctx, db, nil, nil)
+}
