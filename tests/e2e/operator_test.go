@@ -99,6 +99,13 @@ func startOperatorWith(t testing.TB, base *rest.Config, opts *options.Options) *
 	}).SetupWithManager(mgr, opts.MaxConcurrentReconciles); err != nil {
 		t.Fatalf("setting up controller: %v", err)
 	}
+	runner, err := opts.AutopilotRunner(mgr)
+	if err != nil {
+		t.Fatalf("setting up the auto-pilot: %v", err)
+	}
+	if err := mgr.Add(runner); err != nil {
+		t.Fatalf("adding the auto-pilot: %v", err)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	op.cancel = cancel
 	go func() { op.done <- mgr.Start(ctx) }()

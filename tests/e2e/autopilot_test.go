@@ -1,0 +1,124 @@
+package e2e_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/utils/ptr"
+
+	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
+	"github.com/dbpilot/dbpilot/autopilot"
+	"github.com/dbpilot/dbpilot/internal/options"
+	"github.com/dbpilot/dbpilot/tests/loadexporter"
+	"github.com/dbpilot/dbpilot/tests/promserver"
+)
+
+// TestAutopilotScalesWithinBounds runs the auto-pilot against a real
+// Prometheus scraping a synthetic exporter that turns a demand into the
+// metrics of the Database's pods. Read pressure raises replicas, write
+// pressure then raises the tier, both within the bounds; Recommend mode only
+// records; when Prometheus stops, the auto-pilot holds and says why.
+func TestAutopilotScalesWithinBounds(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := restrictedNamespace(t, "autopilot")
+
+	exporter, err := loadexporter.Start(loadexporter.DatabasePods(k8sClient, ns, "shop"))
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { _ = exporter.Stop() })
+	prom, err := promserver.Start(ctx, promserver.Config{ScrapeTargets: []string{exporter.Addr}, ScrapeInterval: time.Second})
+	g.Expect(err).NotTo(HaveOccurred())
+	stopped := false
+	t.Cleanup(func() {
+		if !stopped {
+			g.Expect(prom.Stop()).To(Succeed())
+		}
+	})
+
+	opts := options.Default()
+	opts.WatchNamespaces = ns
+	opts.LeaderElection = false
+	opts.PrometheusURL = prom.URL
+	opts.PrometheusRateWindow = 5 * time.Second
+	opts.AutopilotInterval = time.Second
+	opts.AutopilotSettleTime = 6 * time.Second
+	startOperatorWith(t, restConfig, opts)
+
+	db := newDatabase(ns, "shop", dbpilotv1alpha1.EnginePostgres)
+	db.Spec.Replicas = ptr.To[int32](2)
+	db.Spec.Autopilot = &dbpilotv1alpha1.AutopilotSpec{
+		Mode:                          dbpilotv1alpha1.AutopilotRecommend,
+		Replicas:                      &dbpilotv1alpha1.ReplicaBounds{Min: 1, Max: 3},
+		Tiers:                         &dbpilotv1alpha1.TierBounds{Min: dbpilotv1alpha1.TierSmall, Max: dbpilotv1alpha1.TierMedium},
+		ScaleUpStabilizationSeconds:   ptr.To[int32](2),
+		ScaleDownStabilizationSeconds: ptr.To[int32](3600),
+		TierCooldownSeconds:           ptr.To[int32](0),
+	}
+	exporter.SetDemand(autopilot.Load{Read: 1.0, Write: 0.05})
+	g.Expect(k8sClient.Create(ctx, db)).To(Succeed())
+	waitConverged(g, db)
+	g.Eventually(func(g Gomega) {
+		fetch(g, db)
+		g.Expect(meta.IsStatusConditionTrue(db.Status.Conditions, dbpilotv1alpha1.ConditionAutopilotReady)).To(BeTrue(), "conditions %+v", db.Status.Conditions)
+	}, convergeTimeout, pollInterval).Should(Succeed())
+
+	// Read pressure over both pods: Recommend mode records 3 replicas and
+	// changes nothing.
+	exporter.SetDemand(autopilot.Load{Read: 1.6, Write: 0.05})
+	g.Eventually(func(g Gomega) {
+		fetch(g, db)
+		g.Expect(db.Status.Autopilot).NotTo(BeNil())
+		g.Expect(db.Status.Autopilot.Recommendation).NotTo(BeNil())
+		g.Expect(*db.Status.Autopilot.Recommendation.Replicas).To(Equal(int32(3)))
+		g.Expect(db.Status.Autopilot.LastDecision.Reason).To(Equal(autopilot.ReasonReadPressure))
+	}, convergeTimeout, pollInterval).Should(Succeed())
+	g.Consistently(func(g Gomega) {
+		g.Expect(*statefulSetOf(g, db).Spec.Replicas).To(Equal(int32(2)), "Recommend mode acts")
+	}, 3*time.Second, pollInterval).Should(Succeed())
+
+	// Auto mode applies it.
+	update(g, db, func(db *dbpilotv1alpha1.Database) { db.Spec.Autopilot.Mode = dbpilotv1alpha1.AutopilotAuto })
+	g.Eventually(func(g Gomega) {
+		g.Expect(*statefulSetOf(g, db).Spec.Replicas).To(Equal(int32(3)))
+		fetch(g, db)
+		g.Expect(db.Status.ReadyReplicas).To(Equal(int32(3)))
+		g.Expect(*db.Spec.Replicas).To(Equal(int32(2)), "the auto-pilot never edits the spec")
+	}, convergeTimeout, pollInterval).Should(Succeed())
+
+	// Write pressure on the primary: a bigger tier, not more replicas (the
+	// bound is 3 anyway).
+	exporter.SetDemand(autopilot.Load{Read: 0.3, Write: 0.9})
+	g.Eventually(func(g Gomega) {
+		fetch(g, db)
+		g.Expect(db.Status.Tier).To(Equal(dbpilotv1alpha1.TierMedium))
+		g.Expect(db.Status.Autopilot.LastDecision.Action).To(Equal(string(autopilot.ActionTierUp)))
+		g.Expect(db.Status.Autopilot.LastDecision.Reason).To(Equal(autopilot.ReasonWritePressure))
+		g.Expect(db.Status.Autopilot.LastDecision.Signals).To(HaveKey("writeLoad"))
+	}, 3*convergeTimeout, pollInterval).Should(Succeed())
+	sts := statefulSetOf(g, db)
+	g.Expect(sts.Spec.Template.Spec.Containers[0].Resources.Limits.Memory().String()).To(Equal("2Gi"))
+	g.Expect(*sts.Spec.Replicas).To(BeNumerically("<=", 3))
+	g.Expect(eventReasons(g, db)).To(ContainElement(dbpilotv1alpha1.EventReasonAutopilot))
+
+	// Prometheus goes away: the auto-pilot holds and the condition says why.
+	g.Expect(prom.Stop()).To(Succeed())
+	stopped = true
+	exporter.SetDemand(autopilot.Load{Read: 5, Write: 3})
+	g.Eventually(func(g Gomega) {
+		fetch(g, db)
+		ready := meta.FindStatusCondition(db.Status.Conditions, dbpilotv1alpha1.ConditionAutopilotReady)
+		g.Expect(ready).NotTo(BeNil())
+		g.Expect(ready.Status).To(BeEquivalentTo("False"))
+		g.Expect(ready.Reason).To(Equal(dbpilotv1alpha1.ReasonPrometheusError))
+	}, convergeTimeout, pollInterval).Should(Succeed())
+	replicas, tier := *statefulSetOf(g, db).Spec.Replicas, db.Status.Tier
+	g.Consistently(func(g Gomega) {
+		fetch(g, db)
+		g.Expect(*statefulSetOf(g, db).Spec.Replicas).To(Equal(replicas))
+		g.Expect(db.Status.Tier).To(Equal(tier))
+	}, 5*time.Second, pollInterval).Should(Succeed())
+}
