@@ -96,7 +96,12 @@ vet: ## Run go vet.
 ##@ Test
 
 .PHONY: test
-test: deps controlplane verify-generated vet test-unit test-olm test-integration ## Run every test suite (installs and builds what it needs).
+test: deps controlplane verify-generated vet test-unit fuzz test-olm test-integration ## Run every test suite (installs and builds what it needs).
+
+FUZZTIME ?= 20s
+.PHONY: fuzz
+fuzz: ## Fuzz the auto-pilot's decision engine for FUZZTIME (bounds, no NaN, determinism).
+	$(GO) test -run '^$$' -fuzz FuzzDecide -fuzztime $(FUZZTIME) ./autopilot/
 
 .PHONY: test-unit
 test-unit: ## Unit tests: pure builders, setters, the decision engine.
@@ -109,6 +114,10 @@ test-integration: controlplane ## Integration and end-to-end tests on the local 
 .PHONY: bench-reconcile
 bench-reconcile: controlplane manifests ## Print the time from create to Available for 1 and for 50 Databases.
 	$(GO) test -count=1 -run '^$$' -bench BenchmarkCreateToAvailable -benchtime 1x -timeout 30m ./tests/e2e/
+
+.PHONY: demo-autopilot
+demo-autopilot: controlplane manifests deps ## Watch the auto-pilot scale a Database hands-off: local control plane, real Prometheus, a replayed load trace.
+	$(GO) run ./hack/demo-autopilot $(DEMO_FLAGS)
 
 .PHONY: bench-autopilot
 bench-autopilot: ## Replay the trace suite through the auto-pilot and the HPA baseline (charts in out/autopilot/), and time a 10,000-Database cycle.
