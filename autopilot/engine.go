@@ -33,6 +33,9 @@ const (
 	// saturatedTargetShare lowers the target a saturated database is sized
 	// for.
 	saturatedTargetShare = 0.75
+	// connectionMemoryShare: connections are raised only while memory use
+	// stays under this share of the memory target.
+	connectionMemoryShare = 0.75
 	// flapWindow is how long after a change in one direction a change in the
 	// other direction counts as a flap; scale-downs wait it out.
 	flapWindow = 10 * time.Minute
@@ -45,7 +48,7 @@ func Decide(in Input) Decision {
 	cur := Size{Replicas: in.Current.Replicas, Tier: in.Current.Tier}
 	d := Decision{
 		Action: ActionHold, Replicas: cur.Replicas, Tier: cur.Tier, StorageBytes: in.Current.StorageBytes,
-		Signals: map[string]float64{}, NextEligible: in.Now,
+		MaxConnections: raisedConnections(in.Current), Signals: map[string]float64{}, NextEligible: in.Now,
 	}
 
 	// Out of bounds (the owner moved them): come back inside at once.
@@ -112,6 +115,16 @@ func decideUp(d Decision, in Input, cur Size, load, ahead, trend Load, memory, c
 		return hold(d, ReasonStabilizing, fmt.Sprintf("Above target since %s; scaling up after %s", since.Format(time.RFC3339), p.ScaleUpStabilization)), true
 	}
 
+	// Connections saturate while CPU and memory have room: raise the
+	// connection limit within the tier's limit before anything bigger.
+	if connectionBreach && !measuredBreach && !predictedBreach && memory < p.MemoryTarget*connectionMemoryShare {
+		if raised, ok := raiseConnections(in.Current); ok {
+			d.MaxConnections, d.Action, d.Reason = raised, ActionRaiseConnections, ReasonConnections
+			d.Message = fmt.Sprintf("%s: %.0f%% of max_connections in use with memory at %.0f%%; max_connections %d -> %d",
+				ReasonConnections, 100*connections, 100*memory, in.Current.MaxConnections, raised)
+			return d, true
+		}
+	}
 	// A saturated pod hides how much more it is asked for: aim lower, so the
 	// step is big enough.
 	target := p.CPUTarget
@@ -164,6 +177,10 @@ func decideUp(d Decision, in Input, cur Size, load, ahead, trend Load, memory, c
 		return hold(d, ReasonAtBounds, fmt.Sprintf("Above target (%s) but already at the most the bounds allow: %d %s pods", reason, p.MaxReplicas, p.MaxTier)), true
 	}
 	d.Replicas, d.Tier = next.Replicas, next.Tier
+	if next.Tier != cur.Tier {
+		// A new tier brings its own connection limit.
+		d.MaxConnections = 0
+	}
 	d.Action, d.Reason = actionBetween(cur, next), reason
 	u := Predict(load, cur.Replicas, cur.Tier)
 	d.Message = fmt.Sprintf("%s: primary at %.0f%%, replicas at %.0f%% of target %.0f%% (write load %.2f, read load %.2f, %.2f/%.2f ahead); %d %s pods -> %d %s pods",
@@ -254,6 +271,28 @@ func decideStorage(d Decision, in Input, volume float64) Decision {
 }
 
 const gib = 1 << 30
+
+// raisedConnections is the current connection limit when the auto-pilot
+// raised it above the tier's own, else zero.
+func raisedConnections(c Current) int32 {
+	size, ok := c.Tier.Size()
+	if !ok || c.MaxConnections <= size.MaxConnections {
+		return 0
+	}
+	return c.MaxConnections
+}
+
+// raiseConnections returns the next connection limit, half as much again up
+// to the tier's limit, and false at the limit.
+func raiseConnections(c Current) (int32, bool) {
+	size, ok := c.Tier.Size()
+	if !ok {
+		return 0, false
+	}
+	current := max(c.MaxConnections, size.MaxConnections)
+	raised := min(size.MaxConnectionsLimit, current+current/2)
+	return raised, raised > current
+}
 
 func hold(d Decision, reason, message string) Decision {
 	d.Reason, d.Message = reason, message

@@ -256,3 +256,39 @@ func TestEstimateLoadSeparatesWritesFromReads(t *testing.T) {
 		t.Errorf("single pod estimated %+v, want 1/1", got)
 	}
 }
+
+func TestDecideRaisesConnectionsWithinTheTierLimit(t *testing.T) {
+	small := Size{Replicas: 1, Tier: dbpilotv1alpha1.TierSmall}
+	history := steady(small, Load{Write: 0.1, Read: 0.1}, 5*time.Minute)
+	for i := range history {
+		history[i].Pods[0].Connections = 95
+	}
+	in := input(small, history)
+	in.Current.MaxConnections = 100
+	d := Decide(in)
+	if d.Action != ActionRaiseConnections || d.MaxConnections != 150 || d.Tier != dbpilotv1alpha1.TierSmall {
+		t.Fatalf("got %s to %d connections on %s, want RaiseConnections to 150 on small: %s", d.Action, d.MaxConnections, d.Tier, d.Message)
+	}
+
+	// At the tier's limit (twice its 100), only a bigger tier helps.
+	for i := range history {
+		history[i].Pods[0].MaxConnections = 200
+		history[i].Pods[0].Connections = 190
+	}
+	in.Current.MaxConnections = 200
+	d = Decide(in)
+	if d.Action != ActionTierUp || d.MaxConnections != 0 {
+		t.Errorf("at the limit got %s with %d connections, want TierUp resetting to the tier's own", d.Action, d.MaxConnections)
+	}
+
+	// Memory is short: no raise, a bigger tier.
+	for i := range history {
+		history[i].Pods[0].MaxConnections = 100
+		history[i].Pods[0].Connections = 95
+		history[i].Pods[0].MemoryBytes = 0.75 * (1 << 30)
+	}
+	in.Current.MaxConnections = 100
+	if d := Decide(in); d.Action != ActionTierUp {
+		t.Errorf("with memory at 75%% got %s, want TierUp", d.Action)
+	}
+}

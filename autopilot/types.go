@@ -64,6 +64,8 @@ type Current struct {
 	Replicas     int32
 	Tier         dbpilotv1alpha1.Tier
 	StorageBytes float64
+	// MaxConnections is the engine's connection limit now.
+	MaxConnections int32
 	// Busy names what is in progress (rollout, backup, restore, upgrade);
 	// empty when nothing is.
 	Busy string
@@ -105,6 +107,8 @@ const (
 	ActionTierUp      Action = "TierUp"
 	ActionTierDown    Action = "TierDown"
 	ActionGrowStorage Action = "GrowStorage"
+	// ActionRaiseConnections raises max_connections within the tier's limit.
+	ActionRaiseConnections Action = "RaiseConnections"
 )
 
 // Reasons of decisions, machine-readable.
@@ -137,6 +141,9 @@ type Decision struct {
 	Replicas     int32
 	Tier         dbpilotv1alpha1.Tier
 	StorageBytes float64
+	// MaxConnections is the recommended connection limit; zero for the
+	// tier's own.
+	MaxConnections int32
 	// Reason is machine-readable; Message explains it with the numbers.
 	Reason  string
 	Message string
@@ -153,5 +160,6 @@ type Decision struct {
 
 // Changed reports whether the decision changes the size.
 func (d Decision) Changed(c Current) bool {
-	return d.Replicas != c.Replicas || d.Tier != c.Tier || d.StorageBytes > c.StorageBytes
+	return d.Replicas != c.Replicas || d.Tier != c.Tier || d.StorageBytes > c.StorageBytes ||
+		(d.MaxConnections != 0 && d.MaxConnections != c.MaxConnections)
 }

@@ -190,9 +190,10 @@ func trimHistory(history []autopilot.Sample, now time.Time) []autopilot.Sample {
 func currentOf(db *dbpilotv1alpha1.Database) autopilot.Current {
 	storage := db.EffectiveStorageSize()
 	current := autopilot.Current{
-		Replicas:     db.EffectiveReplicas(),
-		Tier:         db.EffectiveTier(),
-		StorageBytes: storage.AsApproximateFloat64(),
+		Replicas:       db.EffectiveReplicas(),
+		Tier:           db.EffectiveTier(),
+		StorageBytes:   storage.AsApproximateFloat64(),
+		MaxConnections: db.EffectiveMaxConnections(),
 	}
 	switch {
 	case db.Spec.Paused:

@@ -102,6 +102,9 @@ func (r *AutopilotRunner) record(ctx context.Context, db *dbpilotv1alpha1.Databa
 		if d.StorageBytes > 0 {
 			rec.StorageSize = resource.NewQuantity(int64(d.StorageBytes), resource.BinarySI)
 		}
+		if d.MaxConnections > 0 {
+			rec.MaxConnections = ptr.To(d.MaxConnections)
+		}
 		if !equality.Semantic.DeepEqual(rec, status.Recommendation) {
 			status.Recommendation = rec
 			status.LastDecision = &dbpilotv1alpha1.AutopilotDecision{

@@ -182,6 +182,11 @@ type AutopilotRecommendation struct {
 	// storageSize is the recommended volume size.
 	// +optional
 	StorageSize *resource.Quantity `json:"storageSize,omitempty"`
+
+	// maxConnections is the recommended connection limit when connections
+	// saturate while memory has room; at most twice the tier's own.
+	// +optional
+	MaxConnections *int32 `json:"maxConnections,omitempty"`
 }
 
 // AutopilotDecision records one decision and the numbers behind it.

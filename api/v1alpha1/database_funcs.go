@@ -187,3 +187,15 @@ func (d *Database) EffectiveStorageSize() resource.Quantity {
 	}
 	return *rec.StorageSize
 }
+
+// EffectiveMaxConnections is the engine's connection limit: the tier's, or
+// the auto-pilot's recommendation in Auto mode, kept between the tier's value
+// and its limit. A recommendation made for another tier does not apply.
+func (d *Database) EffectiveMaxConnections() int32 {
+	size, _ := d.EffectiveTier().Size()
+	rec := d.autopilotRecommendation()
+	if rec == nil || rec.MaxConnections == nil || rec.Tier != d.EffectiveTier() {
+		return size.MaxConnections
+	}
+	return max(size.MaxConnections, min(*rec.MaxConnections, size.MaxConnectionsLimit))
+}

@@ -88,3 +88,30 @@ func TestEngineDefaults(t *testing.T) {
 		}
 	}
 }
+
+func TestEffectiveMaxConnections(t *testing.T) {
+	rec := func(tier Tier, conns int32) *Database {
+		db := autopilotDatabase(AutopilotAuto, &AutopilotRecommendation{Replicas: int32Ptr(2), Tier: tier, MaxConnections: &conns})
+		return db
+	}
+	cases := []struct {
+		name string
+		db   *Database
+		want int32
+	}{
+		{"no recommendation: the tier's", &Database{Spec: DatabaseSpec{Tier: TierLarge}}, 400},
+		{"raised within the limit", rec(TierMedium, 300), 300},
+		{"clamped to twice the tier's", rec(TierMedium, 900), 400},
+		{"never below the tier's", rec(TierMedium, 10), 200},
+		{"a recommendation for another tier does not apply", func() *Database {
+			db := rec(TierLarge, 700)
+			db.Spec.Autopilot.Tiers.Max = TierMedium
+			return db
+		}(), 200},
+	}
+	for _, tc := range cases {
+		if got := tc.db.EffectiveMaxConnections(); got != tc.want {
+			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}

@@ -12,6 +12,10 @@ type TierSize struct {
 	Memory resource.Quantity
 	// MaxConnections is the engine's connection limit at this tier.
 	MaxConnections int32
+	// MaxConnectionsLimit is the most the auto-pilot may raise
+	// max_connections to at this tier, when connections saturate while
+	// memory has room: twice MaxConnections.
+	MaxConnectionsLimit int32
 	// Capacity is the relative load one pod of this tier can serve, in the
 	// auto-pilot's capacity units (small = 1, doubling with each step).
 	Capacity int32
@@ -21,6 +25,8 @@ type TierSize struct {
 var tierOrder = []Tier{TierSmall, TierMedium, TierLarge, TierXLarge, Tier2XLarge}
 
 // tierSizes is the one table of what each tier means:
+//
+// The auto-pilot may raise max_connections up to twice the table's value.
 //
 //	tier     CPU  memory  max_connections  capacity
 //	small    500m 1Gi     100              1
@@ -34,6 +40,13 @@ var tierSizes = map[Tier]TierSize{
 	TierLarge:   {CPU: resource.MustParse("2"), Memory: resource.MustParse("4Gi"), MaxConnections: 400, Capacity: 4},
 	TierXLarge:  {CPU: resource.MustParse("4"), Memory: resource.MustParse("8Gi"), MaxConnections: 800, Capacity: 8},
 	Tier2XLarge: {CPU: resource.MustParse("8"), Memory: resource.MustParse("16Gi"), MaxConnections: 1600, Capacity: 16},
+}
+
+func init() {
+	for tier, size := range tierSizes {
+		size.MaxConnectionsLimit = 2 * size.MaxConnections
+		tierSizes[tier] = size
+	}
 }
 
 // Tiers returns every tier, smallest first.

@@ -99,3 +99,14 @@ func TestClaimTemplateKeepsLiveSize(t *testing.T) {
 		t.Errorf("claim template size = %s, want the live 10Gi (templates are immutable)", got.String())
 	}
 }
+
+func TestEngineConfigTakesRaisedConnections(t *testing.T) {
+	db := database(dbpilotv1alpha1.EnginePostgres, dbpilotv1alpha1.TierSmall, 1)
+	conns := int32(150)
+	db.Spec.Autopilot = &dbpilotv1alpha1.AutopilotSpec{Mode: dbpilotv1alpha1.AutopilotAuto,
+		Replicas: &dbpilotv1alpha1.ReplicaBounds{Min: 1, Max: 2}, Tiers: &dbpilotv1alpha1.TierBounds{Min: dbpilotv1alpha1.TierSmall, Max: dbpilotv1alpha1.TierSmall}}
+	db.Status.Autopilot = &dbpilotv1alpha1.AutopilotStatus{Recommendation: &dbpilotv1alpha1.AutopilotRecommendation{Tier: dbpilotv1alpha1.TierSmall, MaxConnections: &conns}}
+	if _, content := desired.EngineConfig(db); !strings.Contains(content, "max_connections = 150\n") {
+		t.Errorf("raised connections not rendered:\n%s", content)
+	}
+}

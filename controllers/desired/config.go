@@ -25,9 +25,9 @@ func EngineConfig(db *dbpilotv1alpha1.Database) (string, string) {
 	size, _ := db.EffectiveTier().Size()
 	memoryMiB := size.Memory.Value() / mib
 	if db.Spec.Engine == dbpilotv1alpha1.EnginePostgres {
-		return PostgresConfigFile, postgresConfig(memoryMiB, size.MaxConnections)
+		return PostgresConfigFile, postgresConfig(memoryMiB, db.EffectiveMaxConnections())
 	}
-	return MySQLConfigFile, mysqlConfig(memoryMiB, size.MaxConnections)
+	return MySQLConfigFile, mysqlConfig(memoryMiB, db.EffectiveMaxConnections())
 }
 
 // postgresConfig follows the usual sizing: shared_buffers a quarter of memory,
