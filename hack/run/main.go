@@ -11,7 +11,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -173,11 +172,11 @@ func applySamples(ctx context.Context, cfg *rest.Config, dir string) ([]*unstruc
 // runManager runs the manager binary until ctx ends or it exits, printing the
 // samples' status whenever it changes.
 func runManager(ctx context.Context, managerPath, kubeconfig string, cfg *rest.Config, samples []*unstructured.Unstructured) error {
-	metricsPort, err := freePort()
+	metricsPort, err := cluster.FreePort()
 	if err != nil {
 		return err
 	}
-	probePort, err := freePort()
+	probePort, err := cluster.FreePort()
 	if err != nil {
 		return err
 	}
@@ -259,13 +258,4 @@ func statusLine(db *dbpilotv1alpha1.Database) string {
 		phase = "Pending"
 	}
 	return fmt.Sprintf("phase=%s ready=%s tier=%s version=%s  %s", phase, db.Status.Ready, db.Status.Tier, db.Status.Version, strings.Join(conditions, " "))
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

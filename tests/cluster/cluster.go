@@ -326,6 +326,15 @@ func (c *Cluster) startKwok() error {
 	return c.start("kwok", c.cfg.Binaries.Kwok, args...)
 }
 
+// FreePort returns a TCP port on 127.0.0.1 that is free now.
+func FreePort() (int, error) {
+	ports, err := freePorts(1)
+	if err != nil {
+		return 0, err
+	}
+	return ports[0], nil
+}
+
 // freePorts reserves n distinct free TCP ports on 127.0.0.1.
 func freePorts(n int) ([]int, error) {
 	listeners := make([]net.Listener, 0, n)

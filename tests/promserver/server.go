@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -16,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/dbpilot/dbpilot/tests/cluster"
 )
 
 // Binaries are the paths of prometheus and promtool.
@@ -84,7 +85,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if err := os.WriteFile(configPath, []byte(config), 0o644); err != nil {
 		return fail(err)
 	}
-	port, err := freePort()
+	port, err := cluster.FreePort()
 	if err != nil {
 		return fail(err)
 	}
@@ -146,13 +147,4 @@ func (s *Server) Stop() error {
 		s.cmd = nil
 	}
 	return os.RemoveAll(s.Dir)
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
