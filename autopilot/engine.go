@@ -197,10 +197,10 @@ func decideDown(d Decision, in Input, cur Size) Decision {
 		d.NextEligible = in.Last.DirectionTime.Add(flapWindow)
 		return hold(d, ReasonWithinTargets, "Within targets; no scale-down within 10 minutes of a scale-up")
 	}
-	if settled := settledAt(in); !settled.IsZero() && in.Now.Sub(settled) < trendWindow {
+	if settled := settledAt(in); !settled.IsZero() && in.Now.Sub(settled) < trendWindow/2 {
 		// The trend since the last change is not known yet; a scale-down
 		// into a rising load would be undone.
-		d.NextEligible = settled.Add(trendWindow)
+		d.NextEligible = settled.Add(trendWindow / 2)
 		return hold(d, ReasonWithinTargets, "Within targets; a scale-down waits for the trend since the last change")
 	}
 	window := p.ScaleDownStabilization
@@ -225,7 +225,15 @@ func decideDown(d Decision, in Input, cur Size) Decision {
 	next := cur
 	switch {
 	case want.Replicas < cur.Replicas && fits(peak, Size{Replicas: cur.Replicas - 1, Tier: cur.Tier}, p.CPUTarget*downHeadroom):
+		// Down to the fewest replicas that still fit at this tier, at most
+		// half of them in one step.
 		next.Replicas = cur.Replicas - 1
+		for n := next.Replicas - 1; n >= max(want.Replicas, p.MinReplicas, (cur.Replicas+1)/2); n-- {
+			if !fits(peak, Size{Replicas: n, Tier: cur.Tier}, p.CPUTarget*downHeadroom) {
+				break
+			}
+			next.Replicas = n
+		}
 	case want.Tier.Index() < cur.Tier.Index() && fits(peak, Size{Replicas: cur.Replicas, Tier: dbpilotv1alpha1.TierAt(cur.Tier.Index() - 1)}, p.CPUTarget*downHeadroom):
 		if wait := in.Last.Tier.Add(p.TierCooldown); !in.Last.Tier.IsZero() && in.Now.Before(wait) {
 			d.NextEligible = wait
