@@ -104,11 +104,11 @@ func TestDecide(t *testing.T) {
 			action: ActionHold, reason: ReasonBusy, replicas: 2, tier: dbpilotv1alpha1.TierMedium, metricsOK: true,
 		},
 		{
-			name: "write pressure on the primary takes a bigger tier", in: input(twoMedium, steady(twoMedium, Load{Write: 1.6, Read: 0.4}, 5*time.Minute)),
+			name: "write pressure on the primary takes a bigger tier", in: input(twoMedium, steady(twoMedium, Load{Write: 1.8, Read: 0.4}, 5*time.Minute)),
 			action: ActionTierUp, reason: ReasonWritePressure, replicas: 2, tier: dbpilotv1alpha1.TierLarge, metricsOK: true,
 		},
 		{
-			name: "read pressure over replicas adds replicas", in: input(twoMedium, steady(twoMedium, Load{Write: 0.2, Read: 2.8}, 5*time.Minute)),
+			name: "read pressure over replicas adds replicas", in: input(twoMedium, steady(twoMedium, Load{Write: 0.2, Read: 3.2}, 5*time.Minute)),
 			action: ActionScaleUp, reason: ReasonReadPressure, replicas: 3, tier: dbpilotv1alpha1.TierMedium, metricsOK: true,
 		},
 		{

@@ -116,10 +116,21 @@ type Size struct {
 // Cost is the capacity a size provisions: pods times tier capacity.
 func (s Size) Cost() float64 { return float64(s.Replicas) * capacity(s.Tier) }
 
-// fits reports whether load runs on the size within target utilization.
+// Ceiling is the utilization no single pod may pass for a target: 20 points
+// above it, at most 95 %. The primary carries the writes on top of its
+// share of the reads, so an average at target can hide a saturated primary;
+// the HPA, which only sees the average, lets it saturate.
+func Ceiling(target float64) float64 { return math.Min(0.95, target+0.2) }
+
+// fits reports whether load runs on the size with the pods' average
+// utilization within target (as the HPA measures it) and no pod above the
+// target's ceiling.
 func fits(load Load, s Size, target float64) bool {
 	u := Predict(load, s.Replicas, s.Tier)
-	return u.Primary <= target && u.Replica <= target
+	n := float64(max(1, s.Replicas))
+	average := (u.Primary + (n-1)*u.Replica) / n
+	ceiling := Ceiling(target)
+	return average <= target && u.Primary <= ceiling && u.Replica <= ceiling
 }
 
 // Cheapest returns the size within the policy's bounds that runs load within

@@ -95,7 +95,10 @@ type TierBounds struct {
 // AutopilotTargets are utilizations, in percent, that the auto-pilot steers
 // each signal towards.
 type AutopilotTargets struct {
-	// cpuUtilizationPercent is the target CPU use against the tier's CPU.
+	// cpuUtilizationPercent is the target average CPU use of the pods
+	// against the tier's CPU, as the HPA measures it; on top of it, no single
+	// pod (the primary, which carries the writes, above all) may pass 20
+	// points more, at most 95 %.
 	// +optional
 	// +kubebuilder:default=70
 	// +kubebuilder:validation:Minimum=10
