@@ -180,13 +180,13 @@ build: ## Build the manager binary.
 	$(GO) build -o $(LOCALBIN)/manager ./cmd
 
 .PHONY: run
-run: controlplane manifests build ## Run the operator: against $$KUBECONFIG if set, else on a local control plane with a sample Database.
+run: controlplane manifests build ## Run the operator: against $KUBECONFIG if set, else on a local control plane with a sample Database.
 	$(GO) run ./hack/run --manager $(LOCALBIN)/manager --crds config/crd/bases --samples config/samples --state .local/cluster $(RUN_FLAGS)
 
 ##@ Deployment
 
 .PHONY: install
-install: manifests $(KUSTOMIZE) $(KUBECTL) ## Install the CRDs into the cluster of $$KUBECONFIG.
+install: manifests $(KUSTOMIZE) $(KUBECTL) ## Install the CRDs into the cluster of $KUBECONFIG.
 	$(KUSTOMIZE) build config/crd | $(KUBECTL) apply --server-side -f -
 
 .PHONY: uninstall
@@ -194,7 +194,7 @@ uninstall: manifests $(KUSTOMIZE) $(KUBECTL) ## Remove the CRDs (and every Datab
 	$(KUSTOMIZE) build config/crd | $(KUBECTL) delete --ignore-not-found -f -
 
 .PHONY: deploy
-deploy: manifests $(KUSTOMIZE) $(KUBECTL) ## Deploy the operator image $$IMG to the cluster.
+deploy: manifests $(KUSTOMIZE) $(KUBECTL) ## Deploy the operator image IMG to the cluster.
 	cd config/manager && $(KUSTOMIZE) edit set image controller=$(IMG)
 	$(KUSTOMIZE) build config/default | $(KUBECTL) apply --server-side -f -
 
