@@ -9,7 +9,9 @@ import (
 	"strings"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -130,12 +132,19 @@ func (o *Options) ManagerOptions() (ctrl.Options, error) {
 	if o.MetricsSecure {
 		metrics.FilterProvider = filters.WithAuthenticationAndAuthorization
 	}
+	// Only the objects dbpilot labelled are cached: it never holds every
+	// pod, claim, ConfigMap or Secret of the cluster in memory. A user's own
+	// credentials Secret is read directly.
+	managed := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{dbpilotv1alpha1.LabelManagedBy: dbpilotv1alpha1.ManagedByValue})}
 	cacheOptions := cache.Options{
-		// Only the Secrets dbpilot generates are cached; a user's own
-		// credentials Secret is read directly, so the operator never holds
-		// every Secret of the cluster in memory.
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Secret{}: {Label: labels.SelectorFromSet(labels.Set{dbpilotv1alpha1.LabelManagedBy: dbpilotv1alpha1.ManagedByValue})},
+			&corev1.Secret{}:                {Label: managed.Label},
+			&corev1.Pod{}:                   {Label: managed.Label},
+			&corev1.PersistentVolumeClaim{}: {Label: managed.Label},
+			&corev1.ConfigMap{}:             {Label: managed.Label},
+			&corev1.Service{}:               {Label: managed.Label},
+			&appsv1.StatefulSet{}:           {Label: managed.Label},
+			&policyv1.PodDisruptionBudget{}: {Label: managed.Label},
 		},
 	}
 	if namespaces := o.Namespaces(); len(namespaces) > 0 {
