@@ -29,6 +29,15 @@ import (
 // for all namespaces.
 const WatchNamespaceEnv = "WATCH_NAMESPACE"
 
+// PrometheusURLEnv, PrometheusBearerTokenFileEnv and PrometheusCAFileEnv set
+// the defaults of the Prometheus flags, so an OLM Subscription can configure
+// the auto-pilot through spec.config.env.
+const (
+	PrometheusURLEnv             = "PROMETHEUS_URL"
+	PrometheusBearerTokenFileEnv = "PROMETHEUS_BEARER_TOKEN_FILE"
+	PrometheusCAFileEnv          = "PROMETHEUS_CA_FILE"
+)
+
 // LeaderElectionID names the Lease that elects the active manager.
 const LeaderElectionID = "dbpilot.dbpilot.io"
 
@@ -60,17 +69,20 @@ type Options struct {
 // on a developer's machine.
 func Default() *Options {
 	return &Options{
-		MetricsBindAddress:      ":8443",
-		MetricsSecure:           true,
-		HealthProbeBindAddress:  ":8081",
-		LeaderElection:          InCluster(),
-		MaxConcurrentReconciles: 4,
-		WatchNamespaces:         os.Getenv(WatchNamespaceEnv),
-		GracefulShutdownTimeout: 30 * time.Second,
-		PrometheusTimeout:       10 * time.Second,
-		PrometheusRateWindow:    2 * time.Minute,
-		AutopilotInterval:       15 * time.Second,
-		AutopilotSettleTime:     150 * time.Second,
+		MetricsBindAddress:        ":8443",
+		MetricsSecure:             true,
+		HealthProbeBindAddress:    ":8081",
+		LeaderElection:            InCluster(),
+		MaxConcurrentReconciles:   4,
+		WatchNamespaces:           os.Getenv(WatchNamespaceEnv),
+		GracefulShutdownTimeout:   30 * time.Second,
+		PrometheusURL:             os.Getenv(PrometheusURLEnv),
+		PrometheusBearerTokenFile: os.Getenv(PrometheusBearerTokenFileEnv),
+		PrometheusCAFile:          os.Getenv(PrometheusCAFileEnv),
+		PrometheusTimeout:         10 * time.Second,
+		PrometheusRateWindow:      2 * time.Minute,
+		AutopilotInterval:         15 * time.Second,
+		AutopilotSettleTime:       150 * time.Second,
 	}
 }
 
@@ -84,7 +96,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles, "How many Databases are reconciled at once.")
 	fs.StringVar(&o.WatchNamespaces, "watch-namespaces", o.WatchNamespaces, "Comma-separated namespaces to watch, empty for all (default: $"+WatchNamespaceEnv+", as set by OLM).")
 	fs.DurationVar(&o.GracefulShutdownTimeout, "graceful-shutdown-timeout", o.GracefulShutdownTimeout, "How long running reconciles may take to finish on shutdown.")
-	fs.StringVar(&o.PrometheusURL, "prometheus-url", o.PrometheusURL, "Prometheus the auto-pilot reads metrics from; without it the auto-pilot holds and says so.")
+	fs.StringVar(&o.PrometheusURL, "prometheus-url", o.PrometheusURL, "Prometheus the auto-pilot reads metrics from (default $"+PrometheusURLEnv+"); without it the auto-pilot holds and says so.")
 	fs.StringVar(&o.PrometheusBearerTokenFile, "prometheus-bearer-token-file", o.PrometheusBearerTokenFile, "File holding a bearer token for Prometheus, read on every query.")
 	fs.StringVar(&o.PrometheusCAFile, "prometheus-ca-file", o.PrometheusCAFile, "CA certificates to verify Prometheus' TLS certificate with.")
 	fs.DurationVar(&o.PrometheusTimeout, "prometheus-timeout", o.PrometheusTimeout, "Timeout of each Prometheus query.")

@@ -56,3 +56,12 @@ func TestMetricsAreAuthenticatedByDefault(t *testing.T) {
 		t.Error("metrics are served without TLS or without the authentication/authorization filter")
 	}
 }
+
+func TestPrometheusFromEnvironment(t *testing.T) {
+	t.Setenv(PrometheusURLEnv, "https://prometheus.monitoring.svc:9091")
+	t.Setenv(PrometheusBearerTokenFileEnv, "/var/run/secrets/tokens/prometheus")
+	opts := Default()
+	if opts.PrometheusURL != "https://prometheus.monitoring.svc:9091" || opts.PrometheusBearerTokenFile != "/var/run/secrets/tokens/prometheus" {
+		t.Errorf("Prometheus settings not taken from the environment: %+v", opts)
+	}
+}
