@@ -121,4 +121,17 @@ func TestAutopilotScalesWithinBounds(t *testing.T) {
 		g.Expect(*statefulSetOf(g, db).Spec.Replicas).To(Equal(replicas))
 		g.Expect(db.Status.Tier).To(Equal(tier))
 	}, 5*time.Second, pollInterval).Should(Succeed())
+
+	// Off clears the auto-pilot's status, and the Database goes back to its
+	// spec: 2 small pods.
+	update(g, db, func(db *dbpilotv1alpha1.Database) { db.Spec.Autopilot.Mode = dbpilotv1alpha1.AutopilotOff })
+	g.Eventually(func(g Gomega) {
+		fetch(g, db)
+		g.Expect(db.Status.Autopilot).To(BeNil())
+		g.Expect(meta.FindStatusCondition(db.Status.Conditions, dbpilotv1alpha1.ConditionAutopilotReady)).To(BeNil())
+		g.Expect(meta.IsStatusConditionTrue(db.Status.Conditions, dbpilotv1alpha1.ConditionAvailable)).To(BeTrue(), "the reconciler's conditions stay")
+	}, convergeTimeout, pollInterval).Should(Succeed())
+	waitConverged(g, db)
+	g.Expect(db.Status.Tier).To(Equal(dbpilotv1alpha1.TierSmall))
+	g.Expect(*statefulSetOf(g, db).Spec.Replicas).To(Equal(int32(2)))
 }
