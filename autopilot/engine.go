@@ -23,9 +23,10 @@ const (
 	ReplicaLeadTime = 2 * time.Minute
 	TierLeadTime    = 3 * time.Minute
 	// downHeadroom: a smaller size must run the window's peak load within
-	// this share of the target, so a scale-down is not undone by the next
-	// ripple.
-	downHeadroom = 1.0
+	// the target, with 2 % of slack for measurement noise (a peak measured at
+	// exactly the target must not pin a Database to a size twice as big);
+	// scale-ups start only at upTolerance, well above it.
+	downHeadroom = 1.02
 	// upTolerance: a scale-up starts only above the target by this factor,
 	// while a scale-down may go right up to the target, so sizes at the
 	// target hold still (the HPA's tolerance, applied to the hottest pod).
