@@ -147,9 +147,8 @@ func decideUp(d Decision, in Input, cur Size, load, ahead, trend Load, memory, c
 	}
 	step.MinTier, step.MaxTier = next.Tier, next.Tier
 	want, _ := Cheapest(ahead, step, next, target)
-	want.Tier = global.Tier
 	next.Replicas = want.Replicas
-	tierUp := want.Tier.Index() > cur.Tier.Index() || ((memoryBreach || connectionBreach) && !measuredBreach && !predictedBreach)
+	tierUp := global.Tier.Index() > cur.Tier.Index() || ((memoryBreach || connectionBreach) && !measuredBreach && !predictedBreach)
 	reason := ReasonReadPressure
 	if load.Write >= load.Read/float64(max(1, cur.Replicas)) {
 		reason = ReasonWritePressure

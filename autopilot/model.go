@@ -33,8 +33,8 @@ type Load struct {
 	Write, Read float64
 }
 
-// capacity is what one pod of the tier serves, in capacity units.
-func capacity(t dbpilotv1alpha1.Tier) float64 {
+// Capacity is what one pod of the tier serves, in capacity units.
+func Capacity(t dbpilotv1alpha1.Tier) float64 {
 	size, ok := t.Size()
 	if !ok {
 		return 1
@@ -60,7 +60,7 @@ type Utilizations struct {
 // load runs on replicas pods of tier t.
 func Predict(load Load, replicas int32, t dbpilotv1alpha1.Tier) Utilizations {
 	n := float64(max(1, replicas))
-	c := capacity(t)
+	c := Capacity(t)
 	u := Utilizations{Primary: (load.Write + load.Read/n) / c}
 	if replicas > 1 {
 		u.Replica = (ReplicaWriteShare*load.Write + load.Read/n) / c
@@ -75,7 +75,7 @@ func Predict(load Load, replicas int32, t dbpilotv1alpha1.Tier) Utilizations {
 // are unknown, the conservative case, since writes only a bigger tier can
 // absorb).
 func EstimateLoad(s Sample) Load {
-	c := capacity(s.Tier)
+	c := Capacity(s.Tier)
 	cores := cpuCores(s.Tier)
 	var primary float64
 	var replicaSum float64
@@ -114,7 +114,7 @@ type Size struct {
 }
 
 // Cost is the capacity a size provisions: pods times tier capacity.
-func (s Size) Cost() float64 { return float64(s.Replicas) * capacity(s.Tier) }
+func (s Size) Cost() float64 { return float64(s.Replicas) * Capacity(s.Tier) }
 
 // Ceiling is the utilization no single pod may pass for a target: 20 points
 // above it, at most 95 %. The primary carries the writes on top of its

@@ -5,8 +5,11 @@ import (
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
 )
 
 // applyIfChanged server-side applies desired unless the fields this
@@ -27,4 +30,18 @@ func applyIfChanged[T runtime.ApplyConfiguration](ctx context.Context, c client.
 		return false, err
 	}
 	return true, nil
+}
+
+// applyStatus server-side applies the given status fields of db under a
+// field owner: the reconciler and the auto-pilot each own their part of the
+// status, and fields an owner stops sending are removed.
+func applyStatus(ctx context.Context, c client.Client, db *dbpilotv1alpha1.Database, status map[string]any, owner string) error {
+	u := &unstructured.Unstructured{Object: map[string]any{"status": status}}
+	u.SetGroupVersionKind(dbpilotv1alpha1.GroupVersion.WithKind("Database"))
+	u.SetNamespace(db.Namespace)
+	u.SetName(db.Name)
+	if err := c.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(owner), client.ForceOwnership); err != nil {
+		return fmt.Errorf("writing status of %s: %w", client.ObjectKeyFromObject(db), err)
+	}
+	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
@@ -198,19 +199,10 @@ func currentOf(db *dbpilotv1alpha1.Database) autopilot.Current {
 	switch {
 	case db.Spec.Paused:
 		current.Busy = "the Database to be unpaused"
-	case db.Status.ObservedGeneration < db.Generation || conditionTrue(db, dbpilotv1alpha1.ConditionProgressing):
+	case db.Status.ObservedGeneration < db.Generation || meta.IsStatusConditionTrue(db.Status.Conditions, dbpilotv1alpha1.ConditionProgressing):
 		current.Busy = "the rollout in progress"
 	}
 	return current
-}
-
-func conditionTrue(db *dbpilotv1alpha1.Database, condType string) bool {
-	for _, cond := range db.Status.Conditions {
-		if cond.Type == condType {
-			return cond.Status == "True"
-		}
-	}
-	return false
 }
 
 // lastOf returns when the auto-pilot last changed this Database, from memory

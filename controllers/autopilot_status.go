@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -212,14 +211,7 @@ func (r *AutopilotRunner) apply(ctx context.Context, db *dbpilotv1alpha1.Databas
 		}
 		content["conditions"] = list
 	}
-	u := &unstructured.Unstructured{Object: map[string]any{"status": content}}
-	u.SetGroupVersionKind(dbpilotv1alpha1.GroupVersion.WithKind("Database"))
-	u.SetNamespace(db.Namespace)
-	u.SetName(db.Name)
-	if err := r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(AutopilotFieldOwner), client.ForceOwnership); err != nil {
-		return fmt.Errorf("writing auto-pilot status of %s: %w", client.ObjectKeyFromObject(db), err)
-	}
-	return nil
+	return applyStatus(ctx, r.Client, db, content, AutopilotFieldOwner)
 }
 
 // clear removes the auto-pilot's status and conditions once it is off.

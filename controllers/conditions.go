@@ -94,13 +94,7 @@ func stuckPods(pods []corev1.Pod, now time.Time) []string {
 // current from the observation. A condition whose status does not change
 // keeps its lastTransitionTime; a changed one gets now.
 func buildConditions(db *dbpilotv1alpha1.Database, obs observation, current []metav1.Condition, now metav1.Time) []metav1.Condition {
-	conditions := make([]metav1.Condition, 0, 3)
-	for _, cond := range current {
-		switch cond.Type {
-		case dbpilotv1alpha1.ConditionAvailable, dbpilotv1alpha1.ConditionProgressing, dbpilotv1alpha1.ConditionDegraded:
-			conditions = append(conditions, cond)
-		}
-	}
+	conditions := ownConditions(current)
 	set := func(condType string, status metav1.ConditionStatus, reason, message string) {
 		meta.SetStatusCondition(&conditions, metav1.Condition{
 			Type: condType, Status: status, Reason: reason, Message: message,

@@ -9,10 +9,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/clock"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
 	"github.com/dbpilot/dbpilot/controllers/desired"
@@ -84,14 +82,7 @@ func (r *DatabaseReconciler) writeStatus(ctx context.Context, s *scope, reconcil
 	if err != nil {
 		return fmt.Errorf("converting status: %w", err)
 	}
-	u := &unstructured.Unstructured{Object: map[string]any{"status": content}}
-	u.SetGroupVersionKind(dbpilotv1alpha1.GroupVersion.WithKind("Database"))
-	u.SetNamespace(s.db.Namespace)
-	u.SetName(s.db.Name)
-	if err := r.Client.Status().Apply(ctx, client.ApplyConfigurationFromUnstructured(u), client.FieldOwner(FieldOwner), client.ForceOwnership); err != nil {
-		return fmt.Errorf("writing status: %w", err)
-	}
-	return nil
+	return applyStatus(ctx, r.Client, s.db, content, FieldOwner)
 }
 
 // clock is the reconciler's Clock, the real one when none is set.

@@ -56,7 +56,7 @@ func run(trace Trace, cfg Config, c controller) Result {
 		}
 		res.Timeline = append(res.Timeline, Point{
 			Seconds: t, Reads: load.Read, Writes: load.Write, Replicas: w.provisioned(), Tier: w.tier,
-			Capacity: float64(w.ready(t)) * float64(mustCapacity(w.tier)),
+			Capacity: float64(w.ready(t)) * autopilot.Capacity(w.tier),
 		})
 	}
 	res.Flaps = flaps.count

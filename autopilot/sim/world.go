@@ -123,16 +123,11 @@ func (w *world) step(t, dt float64, load autopilot.Load) (overload, cost float64
 	if n > 1 && u.Replica > 1 {
 		overload += float64(n-1) * dt
 	}
-	c := float64(mustCapacity(w.tier))
+	c := autopilot.Capacity(w.tier)
 	if w.nextTier != w.tier {
-		c = math.Max(c, float64(mustCapacity(w.nextTier)))
+		c = math.Max(c, autopilot.Capacity(w.nextTier))
 	}
 	return overload, float64(w.provisioned()) * c * dt
-}
-
-func mustCapacity(t dbpilotv1alpha1.Tier) int32 {
-	size, _ := t.Size()
-	return size.Capacity
 }
 
 // observe returns the metrics a controller reads at time t: utilizations

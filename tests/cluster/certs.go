@@ -26,15 +26,13 @@ type pki struct {
 func (p pki) path(name string) string { return filepath.Join(p.dir, name) }
 
 // CA, serving, client and service-account files.
-func (p pki) caCert() string      { return p.path("ca.crt") }
-func (p pki) caKey() string       { return p.path("ca.key") }
-func (p pki) servingCert() string { return p.path("apiserver.crt") }
-func (p pki) servingKey() string  { return p.path("apiserver.key") }
-func (p pki) adminCert() string   { return p.path("admin.crt") }
-func (p pki) adminKey() string    { return p.path("admin.key") }
-func (p pki) serviceAccountKey() string {
-	return p.path("sa.key")
-}
+func (p pki) caCert() string            { return p.path("ca.crt") }
+func (p pki) caKey() string             { return p.path("ca.key") }
+func (p pki) servingCert() string       { return p.path("apiserver.crt") }
+func (p pki) servingKey() string        { return p.path("apiserver.key") }
+func (p pki) adminCert() string         { return p.path("admin.crt") }
+func (p pki) adminKey() string          { return p.path("admin.key") }
+func (p pki) serviceAccountKey() string { return p.path("sa.key") }
 func (p pki) serviceAccountPub() string { return p.path("sa.pub") }
 
 // ensure generates every file that is missing, so a persistent control plane
