@@ -4,6 +4,7 @@
 package engines_test
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
@@ -76,6 +77,9 @@ func (u serviceUser) command(name string, args ...string) *exec.Cmd {
 		Pdeathsig:  syscall.SIGKILL,
 	}
 	cmd.Env = append(os.Environ(), "HOME="+os.TempDir())
+	// The test's working directory may be closed to the service user (a
+	// clone in a 0700 temporary directory); the root is open to everyone.
+	cmd.Dir = "/"
 	return cmd
 }
 
@@ -151,10 +155,14 @@ func writeConfig(t *testing.T, dir string, db *dbpilotv1alpha1.Database) string 
 	return path
 }
 
+// output runs cmd and returns what it printed on stdout; stderr (warnings
+// included) goes into the error only, so it never pollutes a value.
 func output(cmd *exec.Cmd) (string, error) {
-	out, err := cmd.CombinedOutput()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
 	if err != nil {
-		return string(out), fmt.Errorf("%s: %w\n%s", cmd.Args, err, out)
+		return string(out), fmt.Errorf("%s: %w\n%s%s", cmd.Args, err, out, stderr.String())
 	}
 	return string(out), nil
 }
