@@ -47,3 +47,36 @@ func TestRolloutPartition(t *testing.T) {
 		}
 	}
 }
+
+func TestRolloutReplicas(t *testing.T) {
+	withReplicas := func(sts *appsv1.StatefulSet, n int32) *appsv1.StatefulSet {
+		sts.Spec.Replicas = ptr.To(n)
+		sts.Status.Replicas = n
+		return sts
+	}
+	settled := appsv1.StatefulSetStatus{ObservedGeneration: 2, CurrentRevision: "a", UpdateRevision: "a", ReadyReplicas: 4, UpdatedReplicas: 4}
+	rolling := appsv1.StatefulSetStatus{ObservedGeneration: 2, CurrentRevision: "a", UpdateRevision: "b", ReadyReplicas: 4, UpdatedReplicas: 2}
+	lastPodRolling := appsv1.StatefulSetStatus{ObservedGeneration: 2, CurrentRevision: "b", UpdateRevision: "b", ReadyReplicas: 3, UpdatedReplicas: 3}
+	notObserved := appsv1.StatefulSetStatus{ObservedGeneration: 1, CurrentRevision: "a", UpdateRevision: "a", ReadyReplicas: 4, UpdatedReplicas: 4}
+	cases := []struct {
+		name string
+		live *appsv1.StatefulSet
+		hash string
+		want int32
+		got  int32
+	}{
+		{"no StatefulSet yet", nil, "h1", 3, 3},
+		{"more pods are added at once, mid-rollout too", withReplicas(liveStatefulSet("h1", 1, rolling), 4), "h1", 6, 6},
+		{"fewer pods with the same template go at once", withReplicas(liveStatefulSet("h1", 0, settled), 4), "h1", 3, 3},
+		{"fewer pods with a new template wait for it", withReplicas(liveStatefulSet("h0", 0, settled), 4), "h1", 3, 4},
+		{"and keep waiting while it rolls", withReplicas(liveStatefulSet("h1", 1, rolling), 4), "h1", 3, 4},
+		{"until the last pod is updated", withReplicas(liveStatefulSet("h1", 0, lastPodRolling), 4), "h1", 3, 4},
+		{"or the controller has seen it", withReplicas(liveStatefulSet("h1", 0, notObserved), 4), "h1", 3, 4},
+		{"then they go", withReplicas(liveStatefulSet("h1", 0, settled), 4), "h1", 2, 2},
+	}
+	for _, tc := range cases {
+		if got := rolloutReplicas(tc.live, tc.hash, tc.want); got != tc.got {
+			t.Errorf("%s: replicas = %d, want %d", tc.name, got, tc.got)
+		}
+	}
+}

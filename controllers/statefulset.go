@@ -32,24 +32,30 @@ func (r *DatabaseReconciler) reconcileStatefulSet(ctx context.Context, s *scope)
 		live = existing
 		opts.ClaimSize = claimTemplateSize(existing)
 	}
-	opts.Partition = rolloutPartition(live, desired.TemplateHash(desired.PodTemplate(db)), db.EffectiveReplicas())
+	hash := desired.TemplateHash(desired.PodTemplate(db))
+	opts.Replicas = rolloutReplicas(live, hash, db.EffectiveReplicas())
+	opts.Partition = rolloutPartition(live, hash, opts.Replicas)
 	sts := desired.StatefulSet(db, opts)
 	wrote, err := applyIfChanged(ctx, r.Client, sts, extract)
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("applying StatefulSet: %w", err)
 	}
 	if wrote && live != nil {
-		r.recordChanges(db, live)
+		r.recordChanges(db, live, opts.Replicas)
 	}
 	return ctrl.Result{}, nil
 }
 
 // recordChanges records an Event for each user-visible change the applied
-// StatefulSet makes to the live one.
-func (r *DatabaseReconciler) recordChanges(db *dbpilotv1alpha1.Database, live *appsv1.StatefulSet) {
-	if live.Spec.Replicas != nil && *live.Spec.Replicas != db.EffectiveReplicas() {
+// StatefulSet (with replicas pods) makes to the live one.
+func (r *DatabaseReconciler) recordChanges(db *dbpilotv1alpha1.Database, live *appsv1.StatefulSet, replicas int32) {
+	switch {
+	case live.Spec.Replicas != nil && *live.Spec.Replicas != replicas:
 		r.Recorder.Eventf(db, nil, corev1.EventTypeNormal, dbpilotv1alpha1.EventReasonScaled, "Scale",
-			"Scaling from %d to %d pods", *live.Spec.Replicas, db.EffectiveReplicas())
+			"Scaling from %d to %d pods", *live.Spec.Replicas, replicas)
+	case replicas != db.EffectiveReplicas() && live.Annotations[desired.AnnotationTemplateHash] != desired.TemplateHash(desired.PodTemplate(db)):
+		r.Recorder.Eventf(db, nil, corev1.EventTypeNormal, dbpilotv1alpha1.EventReasonScaled, "Scale",
+			"Keeping %d pods until the new template has rolled out, then scaling to %d", replicas, db.EffectiveReplicas())
 	}
 	annotations := live.Spec.Template.Annotations
 	if tier := annotations[desired.AnnotationTier]; tier != "" && tier != string(db.EffectiveTier()) {
@@ -69,6 +75,26 @@ func claimTemplateSize(sts *appsv1.StatefulSet) resource.Quantity {
 		return template.Spec.Resources.Requests[corev1.ResourceStorage]
 	}
 	return resource.Quantity{}
+}
+
+// rolloutReplicas decides the StatefulSet's replicas: want, except while a
+// new template rolls out. Pods that a change makes unneeded (a bigger tier
+// needs fewer of them) stay until every pod runs the new template and is
+// ready, so capacity never dips below what the change aims for; then they
+// go. More pods are added at once.
+func rolloutReplicas(live *appsv1.StatefulSet, templateHash string, want int32) int32 {
+	if live == nil || live.Spec.Replicas == nil || want >= *live.Spec.Replicas {
+		return want
+	}
+	have := *live.Spec.Replicas
+	status := live.Status
+	rollingOut := live.Annotations[desired.AnnotationTemplateHash] != templateHash ||
+		status.ObservedGeneration < live.Generation ||
+		status.CurrentRevision != status.UpdateRevision || status.UpdatedReplicas < status.Replicas
+	if rollingOut {
+		return have
+	}
+	return want
 }
 
 // rolloutPartition decides the StatefulSet's partition:

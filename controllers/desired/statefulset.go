@@ -55,11 +55,19 @@ type StatefulSetOptions struct {
 	// size it was created with and grows each claim directly; zero means
 	// spec.storage.size.
 	ClaimSize resource.Quantity
+	// Replicas is the number of pods; zero means the Database's effective
+	// replicas. The reconciler keeps pods a new template makes unneeded
+	// until it has rolled out.
+	Replicas int32
 }
 
 // StatefulSet runs the Database's pods.
 func StatefulSet(db *dbpilotv1alpha1.Database, opts StatefulSetOptions) *appsv1ac.StatefulSetApplyConfiguration {
 	template := PodTemplate(db)
+	replicas := db.EffectiveReplicas()
+	if opts.Replicas > 0 {
+		replicas = opts.Replicas
+	}
 	retention := appsv1.RetainPersistentVolumeClaimRetentionPolicyType
 	if db.Spec.DeletionPolicy == dbpilotv1alpha1.DeletionPolicyDelete {
 		retention = appsv1.DeletePersistentVolumeClaimRetentionPolicyType
@@ -69,7 +77,7 @@ func StatefulSet(db *dbpilotv1alpha1.Database, opts StatefulSetOptions) *appsv1a
 		WithAnnotations(map[string]string{AnnotationTemplateHash: TemplateHash(template)}).
 		WithOwnerReferences(ownerReference(db)).
 		WithSpec(appsv1ac.StatefulSetSpec().
-			WithReplicas(db.EffectiveReplicas()).
+			WithReplicas(replicas).
 			WithServiceName(db.HeadlessServiceName()).
 			WithSelector(metav1ac.LabelSelector().WithMatchLabels(db.SelectorLabels())).
 			WithPodManagementPolicy(appsv1.OrderedReadyPodManagement).

@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"context"
 	"fmt"
+	eventsv1 "k8s.io/api/events/v1"
 	"time"
 
 	. "github.com/onsi/gomega"
@@ -97,15 +98,32 @@ func claimName(db *dbpilotv1alpha1.Database, ordinal int) string {
 
 // eventReasons lists the reasons of the Events recorded on the Database.
 func eventReasons(g Gomega, db *dbpilotv1alpha1.Database) []string {
-	events, err := clientset.EventsV1().Events(db.Namespace).List(context.Background(), metav1.ListOptions{})
-	g.Expect(err).NotTo(HaveOccurred())
 	var reasons []string
-	for _, event := range events.Items {
-		if event.Regarding.Name == db.Name && event.Regarding.Kind == "Database" {
-			reasons = append(reasons, event.Reason)
-		}
+	for _, event := range databaseEvents(g, db) {
+		reasons = append(reasons, event.Reason)
 	}
 	return reasons
+}
+
+// eventNotes lists the messages of the Events recorded on the Database.
+func eventNotes(g Gomega, db *dbpilotv1alpha1.Database) []string {
+	var notes []string
+	for _, event := range databaseEvents(g, db) {
+		notes = append(notes, event.Note)
+	}
+	return notes
+}
+
+func databaseEvents(g Gomega, db *dbpilotv1alpha1.Database) []eventsv1.Event {
+	events, err := clientset.EventsV1().Events(db.Namespace).List(context.Background(), metav1.ListOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	var mine []eventsv1.Event
+	for _, event := range events.Items {
+		if event.Regarding.Name == db.Name && event.Regarding.Kind == "Database" {
+			mine = append(mine, event)
+		}
+	}
+	return mine
 }
 
 // findCondition returns the Database's condition of the given type, or nil.

@@ -183,6 +183,50 @@ func TestTierChangeRollsReplicasFirst(t *testing.T) {
 	g.Expect(eventReasons(g, db)).To(ContainElement(dbpilotv1alpha1.EventReasonTierChanged))
 }
 
+// TestBiggerTierWithFewerPodsKeepsThemUntilRolledOut changes the tier and
+// lowers the replicas at once, as the auto-pilot does when a bigger tier
+// needs fewer pods: the pods to go stay until the new tier has rolled out.
+func TestBiggerTierWithFewerPodsKeepsThemUntilRolledOut(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := restrictedNamespace(t, "shed")
+	startOperator(t, ns)
+
+	db := newDatabase(ns, "orders", dbpilotv1alpha1.EngineMariaDB)
+	db.Spec.Replicas = ptr.To[int32](3)
+	g.Expect(k8sClient.Create(ctx, db)).To(Succeed())
+	waitConverged(g, db)
+
+	update(g, db, func(db *dbpilotv1alpha1.Database) {
+		db.Spec.Tier = dbpilotv1alpha1.TierLarge
+		db.Spec.Replicas = ptr.To[int32](2)
+	})
+
+	// Whenever the StatefulSet asks for fewer than three pods, every pod
+	// already runs the new tier.
+	var early []string
+	g.Eventually(func(g Gomega) {
+		sts := statefulSetOf(g, db)
+		pods := podsOf(g, db)
+		if *sts.Spec.Replicas < 3 {
+			for _, pod := range pods {
+				if pod.Annotations[desired.AnnotationTier] != "large" {
+					early = append(early, pod.Name)
+				}
+			}
+		}
+		g.Expect(pods).To(HaveLen(2))
+		for _, pod := range pods {
+			g.Expect(pod.Annotations[desired.AnnotationTier]).To(Equal("large"))
+		}
+	}, convergeTimeout, 50*time.Millisecond).Should(Succeed())
+	g.Expect(early).To(BeEmpty(), "pods still on the old tier when the StatefulSet shrank")
+	waitConverged(g, db)
+	g.Expect(*statefulSetOf(g, db).Spec.Replicas).To(Equal(int32(2)))
+	g.Expect(eventNotes(g, db)).To(ContainElement("Keeping 3 pods until the new template has rolled out, then scaling to 2"))
+}
+
 // TestMinorUpgrade raises a minor version and checks image, status and Event.
 func TestMinorUpgrade(t *testing.T) {
 	t.Parallel()
