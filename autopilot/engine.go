@@ -31,12 +31,12 @@ const (
 	// while a scale-down may go right up to the target, so sizes at the
 	// target hold still (the HPA's tolerance, applied to the hottest pod).
 	upTolerance = 1.1
-	// saturatedTargetShare lowers the target a saturated database is sized
-	// for.
-	saturatedTargetShare = 0.75
 	// connectionMemoryShare: connections are raised only while memory use
 	// stays under this share of the memory target.
 	connectionMemoryShare = 0.75
+	// rebalanceLoadShare: a tier-down that adds replicas waits until the
+	// load is at least this share of the window's peak.
+	rebalanceLoadShare = 0.8
 	// flapWindow is how long after a change in one direction a change in the
 	// other direction counts as a flap; scale-downs wait it out.
 	flapWindow = 10 * time.Minute
@@ -73,7 +73,9 @@ func Decide(in Input) Decision {
 	d.Anomalies = detectAnomalies(in.History)
 
 	load := EstimateLoad(latest)
-	trend := loadTrend(in.History, in.Now, settledAt(in))
+	// Sizes differ before and after a change: up, trust only what came
+	// after it.
+	trend := loadTrend(in.History, in.Now, span{To: settledAt(in)})
 	ahead := Load{
 		Write: load.Write + math.Max(0, trend.Write)*TierLeadTime.Seconds(),
 		Read:  load.Read + math.Max(0, trend.Read)*ReplicaLeadTime.Seconds(),
@@ -97,7 +99,7 @@ func Decide(in Input) Decision {
 	if up, ok := decideUp(d, in, cur, load, ahead, trend, memory, connections); ok {
 		return decideStorage(up, in, volume)
 	}
-	return decideStorage(decideDown(d, in, cur), in, volume)
+	return decideStorage(decideDown(d, in, cur, load), in, volume)
 }
 
 // decideUp scales up when the current size breaches its targets, now or
@@ -126,29 +128,14 @@ func decideUp(d Decision, in Input, cur Size, load, ahead, trend Load, memory, c
 			return d, true
 		}
 	}
-	// A saturated pod hides how much more it is asked for: aim lower, so the
-	// step is big enough.
-	target := p.CPUTarget
-	if Saturated(in.History[len(in.History)-1]) {
-		target *= saturatedTargetShare
-	}
-	// Head for the cheapest size that fits, one step at a time: one tier up
-	// when it has a bigger tier, and as few more replicas (at most double)
-	// as fit at the stepped tier.
-	global, _ := Cheapest(ahead, p, cur, target)
-	next := cur
-	if global.Tier.Index() > cur.Tier.Index() {
+	// Saturated pods hide how much more they are asked for: size for more,
+	// so the step is big enough.
+	sizing := Unmasked(ahead, in.History[len(in.History)-1])
+	next, byReplicas := upSteps(sizing, p, cur)
+	if (memoryBreach || connectionBreach) && !measuredBreach && !predictedBreach && cur.Tier.Index() < p.MaxTier.Index() {
+		// Memory or connections, not CPU: only a bigger tier brings more.
 		next.Tier = dbpilotv1alpha1.TierAt(cur.Tier.Index() + 1)
 	}
-	step := p
-	step.MinReplicas, step.MaxReplicas = cur.Replicas, min(p.MaxReplicas, cur.Replicas+max(1, cur.Replicas))
-	if global.Replicas <= cur.Replicas {
-		step.MaxReplicas = cur.Replicas
-	}
-	step.MinTier, step.MaxTier = next.Tier, next.Tier
-	want, _ := Cheapest(ahead, step, next, target)
-	next.Replicas = want.Replicas
-	tierUp := global.Tier.Index() > cur.Tier.Index() || ((memoryBreach || connectionBreach) && !measuredBreach && !predictedBreach)
 	reason := ReasonReadPressure
 	if load.Write >= load.Read/float64(max(1, cur.Replicas)) {
 		reason = ReasonWritePressure
@@ -161,16 +148,12 @@ func decideUp(d Decision, in Input, cur Size, load, ahead, trend Load, memory, c
 	case !measuredBreach:
 		reason = ReasonPredicted
 	}
-	if tierUp && cur.Tier.Index() < p.MaxTier.Index() {
-		next.Tier = dbpilotv1alpha1.TierAt(cur.Tier.Index() + 1)
-		if wait := in.Last.Tier.Add(p.TierCooldown); !in.Last.Tier.IsZero() && in.Now.Before(wait) {
-			// Cooling down from the last tier change: replicas may still
-			// help; the tier waits.
-			next.Tier = cur.Tier
-			if next.Replicas == cur.Replicas {
-				d.NextEligible = wait
-				return hold(d, ReasonCooldown, fmt.Sprintf("A tier change is due (%s) but the last one was at %s", reason, in.Last.Tier.Format(time.RFC3339))), true
-			}
+	if wait := in.Last.Tier.Add(p.TierCooldown); next.Tier != cur.Tier && !in.Last.Tier.IsZero() && in.Now.Before(wait) {
+		// Cooling down from the last tier change: replicas may still
+		// help; the tier waits.
+		if next = byReplicas; next == cur {
+			d.NextEligible = wait
+			return hold(d, ReasonCooldown, fmt.Sprintf("A tier change is due (%s) but the last one was at %s", reason, in.Last.Tier.Format(time.RFC3339))), true
 		}
 	}
 	if next == cur {
@@ -185,23 +168,56 @@ func decideUp(d Decision, in Input, cur Size, load, ahead, trend Load, memory, c
 	u := Predict(load, cur.Replicas, cur.Tier)
 	d.Message = fmt.Sprintf("%s: primary at %.0f%%, replicas at %.0f%% of target %.0f%% (write load %.2f, read load %.2f, %.2f/%.2f ahead); %d %s pods -> %d %s pods",
 		reason, 100*u.Primary, 100*u.Replica, 100*p.CPUTarget, load.Write, load.Read, ahead.Write, ahead.Read, cur.Replicas, cur.Tier, next.Replicas, next.Tier)
+	if next.Replicas < cur.Replicas {
+		d.Message += ", the pods it no longer needs staying until the new tier has rolled out"
+	}
 	return d, true
+}
+
+// upSteps returns the scale-up step from cur towards the cheapest size that
+// runs load within the policy's target, and the step by replicas alone (for
+// when the tier cannot change yet). When the cheapest size has a bigger
+// tier, the step is one tier up with as few replicas as fit at it, down to
+// half the current ones: the pods a bigger tier makes unneeded go only once
+// it has rolled out (the reconciler keeps them until then), so capacity
+// never dips. Otherwise it is as few more replicas (at most double) as fit.
+func upSteps(load Load, p Policy, cur Size) (next, byReplicas Size) {
+	global, _ := Cheapest(load, p, cur, p.CPUTarget)
+	more, fit := Cheapest(load, stepPolicy(p, cur, cur.Tier), cur, p.CPUTarget)
+	if global.Tier.Index() <= cur.Tier.Index() {
+		return more, more
+	}
+	// Waiting for a tier, replicas are worth adding only if they are
+	// enough: a write load needs the bigger primary.
+	byReplicas = cur
+	if fit {
+		byReplicas = more
+	}
+	step := stepPolicy(p, cur, dbpilotv1alpha1.TierAt(cur.Tier.Index()+1))
+	step.MinReplicas = max(p.MinReplicas, (cur.Replicas+1)/2)
+	if global.Replicas <= cur.Replicas {
+		step.MaxReplicas = cur.Replicas
+	}
+	next, _ = Cheapest(load, step, cur, p.CPUTarget)
+	return next, byReplicas
+}
+
+// stepPolicy bounds a scale-up step from cur: tier t, and from the current
+// replicas to at most double them, within the policy's bounds.
+func stepPolicy(p Policy, cur Size, t dbpilotv1alpha1.Tier) Policy {
+	p.MinReplicas, p.MaxReplicas = cur.Replicas, min(p.MaxReplicas, cur.Replicas+max(1, cur.Replicas))
+	p.MinTier, p.MaxTier = t, t
+	return p
 }
 
 // decideDown scales down, replicas before tiers, one step at a time, when
 // the peak load over the whole stabilization window fits a cheaper size with
 // headroom, and the window's data is complete.
-func decideDown(d Decision, in Input, cur Size) Decision {
+func decideDown(d Decision, in Input, cur Size, load Load) Decision {
 	p := in.Policy
 	if in.Last.Direction > 0 && in.Now.Sub(in.Last.DirectionTime) < flapWindow {
 		d.NextEligible = in.Last.DirectionTime.Add(flapWindow)
 		return hold(d, ReasonWithinTargets, "Within targets; no scale-down within 10 minutes of a scale-up")
-	}
-	if settled := settledAt(in); !settled.IsZero() && in.Now.Sub(settled) < trendWindow/2 {
-		// The trend since the last change is not known yet; a scale-down
-		// into a rising load would be undone.
-		d.NextEligible = settled.Add(trendWindow / 2)
-		return hold(d, ReasonWithinTargets, "Within targets; a scale-down waits for the trend since the last change")
 	}
 	window := p.ScaleDownStabilization
 	if in.Last.DirectionTime.IsZero() {
@@ -209,12 +225,16 @@ func decideDown(d Decision, in Input, cur Size) Decision {
 		// auto-pilot just turned on): the first scale-down waits longer.
 		window += flapWindow
 	}
-	peak, covered := windowPeak(in.History, in.Now, window)
+	measured, covered := windowPeak(in.History, in.Now, window)
 	// A smaller size must also hold the load the trend brings over the flap
-	// window, or a scale-down under growing load is undone minutes later.
-	trend := loadTrend(in.History, in.Now, settledAt(in))
-	peak.Write += math.Max(0, trend.Write) * flapWindow.Seconds()
-	peak.Read += math.Max(0, trend.Read) * flapWindow.Seconds()
+	// window, or a scale-down under growing load is undone minutes later; a
+	// smaller tier over the tier cooldown too, since nothing can undo it
+	// sooner. Load is measured in units that do not depend on the size, so
+	// the trend spans the last change, skipping only the samples taken
+	// while it settled.
+	trend := loadTrend(in.History, in.Now, span{From: in.Last.DirectionTime, To: settledAt(in)})
+	peak := project(measured, trend, flapWindow)
+	tierPeak := project(measured, trend, max(flapWindow, p.TierCooldown))
 	if !covered {
 		return hold(d, ReasonWithinTargets, fmt.Sprintf("Within targets; a scale-down needs %s of complete metrics", window))
 	}
@@ -234,12 +254,25 @@ func decideDown(d Decision, in Input, cur Size) Decision {
 			}
 			next.Replicas = n
 		}
-	case want.Tier.Index() < cur.Tier.Index() && fits(peak, Size{Replicas: cur.Replicas, Tier: dbpilotv1alpha1.TierAt(cur.Tier.Index() - 1)}, p.CPUTarget*downHeadroom):
+	case want.Tier.Index() < cur.Tier.Index():
+		// One tier down, with more replicas (at most double) when the
+		// smaller pods need them and still cost less: the new replicas
+		// clone while the bigger pods serve.
+		step := stepPolicy(p, cur, dbpilotv1alpha1.TierAt(cur.Tier.Index()-1))
+		if load.Write+load.Read < rebalanceLoadShare*(measured.Write+measured.Read) {
+			// The load has fallen well below the window's peak: replicas
+			// will go soon, more cheaply than by restarting every pod.
+			step.MaxReplicas = cur.Replicas
+		}
+		smaller, ok := Cheapest(tierPeak, step, cur, p.CPUTarget*downHeadroom)
+		if !ok || smaller.Cost() >= cur.Cost() {
+			return hold(d, ReasonWithinTargets, "Within targets")
+		}
 		if wait := in.Last.Tier.Add(p.TierCooldown); !in.Last.Tier.IsZero() && in.Now.Before(wait) {
 			d.NextEligible = wait
 			return hold(d, ReasonCooldown, "Over-provisioned, but the last tier change was too recent")
 		}
-		next.Tier = dbpilotv1alpha1.TierAt(cur.Tier.Index() - 1)
+		next = smaller
 	default:
 		return hold(d, ReasonWithinTargets, "Within targets")
 	}
@@ -341,6 +374,14 @@ func settledAt(in Input) time.Time {
 		return since
 	}
 	return since.Add(in.Policy.SettleTime)
+}
+
+// project adds to load what its rising trend brings over d.
+func project(load, trend Load, d time.Duration) Load {
+	return Load{
+		Write: load.Write + math.Max(0, trend.Write)*d.Seconds(),
+		Read:  load.Read + math.Max(0, trend.Read)*d.Seconds(),
+	}
 }
 
 func round(v float64) float64 { return math.Round(v*1000) / 1000 }

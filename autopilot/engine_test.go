@@ -104,8 +104,26 @@ func TestDecide(t *testing.T) {
 			action: ActionHold, reason: ReasonBusy, replicas: 2, tier: dbpilotv1alpha1.TierMedium, metricsOK: true,
 		},
 		{
+			// The bigger primary carries it alone; the replica it no
+			// longer needs goes once the tier has rolled out.
 			name: "write pressure on the primary takes a bigger tier", in: input(twoMedium, steady(twoMedium, Load{Write: 1.8, Read: 0.4}, 5*time.Minute)),
+			action: ActionTierUp, reason: ReasonWritePressure, replicas: 1, tier: dbpilotv1alpha1.TierLarge, metricsOK: true,
+		},
+		{
+			name: "a tier step sheds at most half the replicas", in: func() Input {
+				four := Size{Replicas: 4, Tier: dbpilotv1alpha1.TierMedium}
+				return input(four, steady(four, Load{Write: 1.9, Read: 0.4}, 5*time.Minute))
+			}(),
 			action: ActionTierUp, reason: ReasonWritePressure, replicas: 2, tier: dbpilotv1alpha1.TierLarge, metricsOK: true,
+		},
+		{
+			name: "read pressure during a tier cooldown still adds replicas", in: func() Input {
+				four := Size{Replicas: 4, Tier: dbpilotv1alpha1.TierLarge}
+				in := input(four, steady(four, Load{Write: 0.4, Read: 14}, 10*time.Minute))
+				in.Last = LastChanges{Tier: now.Add(-8 * time.Minute), Direction: 1, DirectionTime: now.Add(-8 * time.Minute), Settled: now.Add(-6 * time.Minute)}
+				return in
+			}(),
+			action: ActionScaleUp, reason: ReasonReadPressure, replicas: 6, tier: dbpilotv1alpha1.TierLarge, metricsOK: true,
 		},
 		{
 			name: "read pressure over replicas adds replicas", in: input(twoMedium, steady(twoMedium, Load{Write: 0.2, Read: 3.2}, 5*time.Minute)),
@@ -160,6 +178,42 @@ func TestDecide(t *testing.T) {
 				return in
 			}(),
 			action: ActionHold, reason: ReasonCooldown, replicas: 1, tier: dbpilotv1alpha1.TierMedium, metricsOK: true,
+		},
+		{
+			name: "a steady load one tier down with more replicas rebalances", in: func() Input {
+				twoLarge := Size{Replicas: 2, Tier: dbpilotv1alpha1.TierLarge}
+				in := input(twoLarge, steady(twoLarge, Load{Write: 0.66, Read: 2.6}, 40*time.Minute))
+				in.Last = LastChanges{Direction: 1, DirectionTime: now.Add(-30 * time.Minute), Tier: now.Add(-30 * time.Minute)}
+				return in
+			}(),
+			action: ActionTierDown, reason: ReasonOverProvisioned, replicas: 3, tier: dbpilotv1alpha1.TierMedium, metricsOK: true,
+		},
+		{
+			name: "a load that just fell waits for replicas to go instead of rebalancing", in: func() Input {
+				twoLarge := Size{Replicas: 2, Tier: dbpilotv1alpha1.TierLarge}
+				h := steady(twoLarge, Load{Write: 0.66, Read: 2.6}, 40*time.Minute)
+				for i := len(h) - 8; i < len(h); i++ {
+					h[i] = sample(h[i].Time, twoLarge, Load{Write: 0.5, Read: 1}, 0.5)
+				}
+				in := input(twoLarge, h)
+				in.Last = LastChanges{Direction: 1, DirectionTime: now.Add(-30 * time.Minute), Tier: now.Add(-30 * time.Minute)}
+				return in
+			}(),
+			action: ActionHold, reason: ReasonWithinTargets, replicas: 2, tier: dbpilotv1alpha1.TierLarge, metricsOK: true,
+		},
+		{
+			name: "a tier-down must hold the trend over the tier cooldown", in: func() Input {
+				var h []Sample
+				// Fits one medium pod for the next 10 minutes, not 15.
+				for i := range 41 {
+					at := now.Add(time.Duration(i-40) * 15 * time.Second)
+					h = append(h, sample(at, oneLarge, Load{Write: 0.2, Read: 0.17 + 0.012*float64(i)}, 0.5))
+				}
+				in := input(oneLarge, h)
+				in.Last = LastChanges{Direction: -1, DirectionTime: now.Add(-30 * time.Minute), Tier: now.Add(-30 * time.Minute)}
+				return in
+			}(),
+			action: ActionHold, reason: ReasonWithinTargets, replicas: 1, tier: dbpilotv1alpha1.TierLarge, metricsOK: true,
 		},
 		{
 			name: "at the most the bounds allow it holds", in: func() Input {
@@ -240,6 +294,27 @@ func TestDecideReportsAnomaliesWithoutActing(t *testing.T) {
 	}
 	if d.Action != ActionHold {
 		t.Errorf("an anomaly alone changed the size: %s", d.Action)
+	}
+}
+
+func TestUnmaskedScalesWhatSaturatedPodsHide(t *testing.T) {
+	threeLarge := Size{Replicas: 3, Tier: dbpilotv1alpha1.TierLarge}
+	load := Load{Write: 1, Read: 2}
+	cases := []struct {
+		name        string
+		sample      Sample
+		write, read float64
+	}{
+		{"nothing saturated", sample(now, threeLarge, Load{Write: 0.5, Read: 1}, 0.5), 1, 2},
+		{"a saturated primary hides writes", sample(now, threeLarge, Load{Write: 3.8, Read: 1}, 0.5), saturationHidden, 2},
+		{"saturated replicas hide reads too", sample(now, threeLarge, Load{Write: 3.5, Read: 12}, 0.5), saturationHidden, 2 * saturationHidden},
+		{"a lone saturated primary hides both", sample(now, oneLarge, Load{Write: 3, Read: 3}, 0.5), saturationHidden, 2 * saturationHidden},
+	}
+	for _, tc := range cases {
+		got := Unmasked(load, tc.sample)
+		if math.Abs(got.Write-tc.write) > 1e-9 || math.Abs(got.Read-tc.read) > 1e-9 {
+			t.Errorf("%s: got %+v, want write %.3f read %.3f", tc.name, got, tc.write, tc.read)
+		}
 	}
 }
 

@@ -11,8 +11,9 @@ import (
 
 // FuzzDecide feeds the engine arbitrary loads, sizes, bounds and metrics
 // (including NaN, infinities, negative numbers and missing pods) and checks
-// that every decision lies within the bounds, has no NaN or negative number,
-// never shrinks storage, and is the same for the same input.
+// that every decision lies within the bounds, moves one step at most, has no
+// NaN or negative number, never shrinks storage, and is the same for the same
+// input.
 func FuzzDecide(f *testing.F) {
 	f.Add(int8(2), int8(1), int8(1), int8(8), int8(0), int8(4), 1.0, 2.0, 0.5, 0.9, int16(40), uint8(0))
 	f.Add(int8(1), int8(0), int8(1), int8(1), int8(0), int8(0), 100.0, 0.0, 0.99, 0.1, int16(2), uint8(3))
@@ -44,6 +45,16 @@ func FuzzDecide(f *testing.F) {
 		}
 		if d.Tier.Index() < p.MinTier.Index() || d.Tier.Index() > p.MaxTier.Index() {
 			t.Fatalf("tier %s outside %s-%s", d.Tier, p.MinTier, p.MaxTier)
+		}
+		if d.Reason != ReasonAtBounds || d.Action == ActionHold {
+			// Inside the bounds every change is one step: one tier, at
+			// most double or half the replicas.
+			if dt := d.Tier.Index() - cur.Tier.Index(); dt > 1 || dt < -1 {
+				t.Fatalf("tier %s -> %s in one step", cur.Tier, d.Tier)
+			}
+			if d.Replicas > 2*cur.Replicas || d.Replicas < (cur.Replicas+1)/2 {
+				t.Fatalf("replicas %d -> %d in one step", cur.Replicas, d.Replicas)
+			}
 		}
 		if math.IsNaN(d.StorageBytes) || d.StorageBytes < in.Current.StorageBytes || d.StorageBytes > math.Max(p.StorageMaxBytes, in.Current.StorageBytes) {
 			t.Fatalf("storage %v from %v", d.StorageBytes, in.Current.StorageBytes)

@@ -43,13 +43,13 @@ func hasPrimary(s Sample) bool {
 }
 
 // loadTrend fits a line through the load of the complete samples of the last
-// trendWindow taken after since, and returns its slope per second; zero with
-// too few samples, or when the rise over the window is too small to tell
-// from noise.
-func loadTrend(history []Sample, now, since time.Time) Load {
+// trendWindow outside skip, and returns its slope per second; zero with too
+// few samples, or when the rise over the window is too small to tell from
+// noise.
+func loadTrend(history []Sample, now time.Time, skip span) Load {
 	var ts, ws, rs []float64
 	for _, s := range history {
-		if now.Sub(s.Time) > trendWindow || s.Time.Before(since) || !complete(s) {
+		if now.Sub(s.Time) > trendWindow || skip.holds(s.Time) || !complete(s) {
 			continue
 		}
 		load := EstimateLoad(s)
@@ -76,6 +76,13 @@ func loadTrend(history []Sample, now, since time.Time) Load {
 		trend.Read = 0
 	}
 	return trend
+}
+
+// span is the time from From up to To; a zero From is the beginning of time.
+type span struct{ From, To time.Time }
+
+func (s span) holds(t time.Time) bool {
+	return !t.Before(s.From) && t.Before(s.To)
 }
 
 // sustainedSlope is the smaller of the slopes of the two halves when both

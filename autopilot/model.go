@@ -15,15 +15,35 @@ const ReplicaWriteShare = 0.3
 // measured CPU cannot show how much more it is being asked for.
 const saturated = 0.97
 
-// Saturated reports whether any pod of the sample is saturated.
-func Saturated(s Sample) bool {
+// saturationHidden is how much bigger a load measured on saturated pods is
+// taken to be: a pod at its CPU limit shows at most what it serves, not what
+// it is asked for.
+const saturationHidden = 4.0 / 3
+
+// Unmasked returns load with the part that saturated pods of the sample hide
+// scaled up by saturationHidden. Reads are measured on every pod: they are
+// hidden only when a replica (or a lone primary) saturates. Writes are
+// measured as the primary's excess over the replicas: they are hidden when
+// the primary saturates.
+func Unmasked(load Load, s Sample) Load {
 	cores := cpuCores(s.Tier)
+	var primary, replica, replicas bool
 	for _, p := range s.Pods {
-		if p.CPUCores/cores >= saturated {
-			return true
+		full := p.CPUCores/cores >= saturated
+		if p.Primary {
+			primary = primary || full
+			continue
 		}
+		replicas = true
+		replica = replica || full
 	}
-	return false
+	if primary {
+		load.Write *= saturationHidden
+	}
+	if replica || (primary && !replicas) {
+		load.Read *= saturationHidden
+	}
+	return load
 }
 
 // Load is a Database's demand in capacity units (a small pod serves 1): W

@@ -46,7 +46,7 @@ func run(trace Trace, cfg Config, c controller) Result {
 		overload, cost := w.step(t, dt, load)
 		res.OverloadPodSeconds += overload
 		res.Cost += cost
-		before := autopilot.Size{Replicas: w.provisioned(), Tier: w.nextTier}
+		before := w.size()
 		replicas, tier := c.decide(t, w, gap)
 		after := autopilot.Size{Replicas: replicas, Tier: tier}
 		if after != before {
@@ -113,7 +113,8 @@ func (a *autopilotController) decide(t float64, w *world, gap bool) (int32, dbpi
 			a.history = a.history[len(a.history)-historyLength:]
 		}
 	}
-	current := autopilot.Current{Replicas: w.provisioned(), Tier: w.nextTier}
+	target := w.size()
+	current := autopilot.Current{Replicas: target.Replicas, Tier: target.Tier}
 	now := simTime(t)
 	if w.busy(t) {
 		current.Busy = "rollout"

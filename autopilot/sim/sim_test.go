@@ -3,6 +3,9 @@ package sim
 import (
 	"strings"
 	"testing"
+
+	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
+	"github.com/dbpilot/dbpilot/autopilot"
 )
 
 func TestReadTraceRejectsBadInput(t *testing.T) {
@@ -68,4 +71,27 @@ func TestShippedSuiteInvariants(t *testing.T) {
 		t.Errorf("overload ratio %.3f, want at most 0.25", ratio)
 	}
 	t.Log(total.Summary())
+}
+
+// TestTierChangeKeepsPodsUntilRolledOut: a resize to a bigger tier with fewer
+// pods keeps every pod serving until the tier lands, as the reconciler does.
+func TestTierChangeKeepsPodsUntilRolledOut(t *testing.T) {
+	cfg := DefaultConfig()
+	w := newWorld(cfg)
+	w.resize(0, 4, dbpilotv1alpha1.TierMedium)
+	roll := cfg.RollTime.Seconds()
+	w.resize(cfg.CloneTime.Seconds(), 2, dbpilotv1alpha1.TierLarge)
+	changeAt := cfg.CloneTime.Seconds()
+
+	w.step(changeAt+roll-1, 1, autopilot.Load{})
+	if got := w.ready(changeAt + roll - 1); got != 4 || w.tier != dbpilotv1alpha1.TierMedium {
+		t.Fatalf("during the roll: %d %s pods serve, want all 4 medium", got, w.tier)
+	}
+	if got := w.size(); got.Replicas != 2 || got.Tier != dbpilotv1alpha1.TierLarge {
+		t.Errorf("heading for %d %s, want 2 large", got.Replicas, got.Tier)
+	}
+	w.step(changeAt+roll, 1, autopilot.Load{})
+	if got := w.provisioned(); got != 2 || w.tier != dbpilotv1alpha1.TierLarge {
+		t.Errorf("after the roll: %d %s pods, want 2 large", got, w.tier)
+	}
 }

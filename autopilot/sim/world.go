@@ -55,6 +55,9 @@ type world struct {
 	tier     dbpilotv1alpha1.Tier
 	nextTier dbpilotv1alpha1.Tier
 	tierAt   float64
+	// shedTo is how many pods remain once the tier change has rolled out:
+	// a resize to a new tier and fewer pods keeps them all until then.
+	shedTo int32
 	// truth records each step's true utilizations, for delayed metrics.
 	truth []truthPoint
 }
@@ -100,12 +103,26 @@ func (w *world) resize(t float64, replicas int32, tier dbpilotv1alpha1.Tier) {
 	for w.provisioned() < replicas {
 		w.readyAt = append(w.readyAt, t+w.cfg.CloneTime.Seconds())
 	}
-	if w.provisioned() > replicas {
-		w.readyAt = w.readyAt[:max(1, replicas)]
-	}
 	if tier != w.tier && tier != w.nextTier {
 		w.nextTier, w.tierAt = tier, t+w.cfg.RollTime.Seconds()
 	}
+	w.shedTo = 0
+	if w.provisioned() > replicas {
+		if w.nextTier != w.tier {
+			w.shedTo = max(1, replicas)
+			return
+		}
+		w.readyAt = w.readyAt[:max(1, replicas)]
+	}
+}
+
+// size is the number of pods and the tier the world is heading for.
+func (w *world) size() autopilot.Size {
+	n := w.provisioned()
+	if w.shedTo > 0 {
+		n = w.shedTo
+	}
+	return autopilot.Size{Replicas: n, Tier: w.nextTier}
 }
 
 // step advances to time t under load, recording truth, and returns the
@@ -113,6 +130,9 @@ func (w *world) resize(t float64, replicas int32, tier dbpilotv1alpha1.Tier) {
 func (w *world) step(t, dt float64, load autopilot.Load) (overload, cost float64) {
 	if w.nextTier != w.tier && t >= w.tierAt {
 		w.tier = w.nextTier
+		if w.shedTo > 0 {
+			w.readyAt, w.shedTo = w.readyAt[:w.shedTo], 0
+		}
 	}
 	n := w.ready(t)
 	u := autopilot.Predict(load, n, w.tier)
