@@ -75,7 +75,7 @@ func Decide(in Input) Decision {
 	load := EstimateLoad(latest)
 	// Sizes differ before and after a change: up, trust only what came
 	// after it.
-	trend := loadTrend(in.History, in.Now, span{To: settledAt(in)})
+	trend, _ := loadTrend(in.History, in.Now, span{To: settledAt(in)})
 	ahead := Load{
 		Write: load.Write + math.Max(0, trend.Write)*TierLeadTime.Seconds(),
 		Read:  load.Read + math.Max(0, trend.Read)*ReplicaLeadTime.Seconds(),
@@ -232,12 +232,17 @@ func decideDown(d Decision, in Input, cur Size, load Load) Decision {
 	// sooner. Load is measured in units that do not depend on the size, so
 	// the trend spans the last change, skipping only the samples taken
 	// while it settled.
-	trend := loadTrend(in.History, in.Now, span{From: in.Last.DirectionTime, To: settledAt(in)})
+	trend, known := loadTrend(in.History, in.Now, span{From: in.Last.DirectionTime, To: settledAt(in)})
+	switch {
+	case !covered:
+		return hold(d, ReasonWithinTargets, fmt.Sprintf("Within targets; a scale-down needs %s of complete metrics", window))
+	case !known:
+		// After a rollout most of the trend window is skipped: a
+		// scale-down into a rising load would be undone.
+		return hold(d, ReasonWithinTargets, "Within targets; a scale-down waits until the trend of the load is known")
+	}
 	peak := project(measured, trend, flapWindow)
 	tierPeak := project(measured, trend, max(flapWindow, p.TierCooldown))
-	if !covered {
-		return hold(d, ReasonWithinTargets, fmt.Sprintf("Within targets; a scale-down needs %s of complete metrics", window))
-	}
 	want, ok := Cheapest(peak, p, cur, p.CPUTarget*downHeadroom)
 	if !ok || want.Cost() >= cur.Cost() {
 		return hold(d, ReasonWithinTargets, "Within targets")
@@ -272,14 +277,14 @@ func decideDown(d Decision, in Input, cur Size, load Load) Decision {
 			d.NextEligible = wait
 			return hold(d, ReasonCooldown, "Over-provisioned, but the last tier change was too recent")
 		}
-		next = smaller
+		next, peak = smaller, tierPeak
 	default:
 		return hold(d, ReasonWithinTargets, "Within targets")
 	}
 	d.Replicas, d.Tier = next.Replicas, next.Tier
 	d.Action, d.Reason = actionBetween(cur, next), ReasonOverProvisioned
-	d.Message = fmt.Sprintf("Peak load over %s (write %.2f, read %.2f) fits %d %s pods within %.0f%% of target; %d %s pods -> %d %s pods",
-		p.ScaleDownStabilization, peak.Write, peak.Read, want.Replicas, want.Tier, 100*downHeadroom, cur.Replicas, cur.Tier, next.Replicas, next.Tier)
+	d.Message = fmt.Sprintf("Peak load over %s with its trend (write %.2f, read %.2f) fits %d %s pods within %.0f%% of target (the cheapest fit is %d %s pods); %d %s pods -> %d %s pods",
+		window, peak.Write, peak.Read, next.Replicas, next.Tier, 100*downHeadroom, want.Replicas, want.Tier, cur.Replicas, cur.Tier, next.Replicas, next.Tier)
 	return d
 }
 

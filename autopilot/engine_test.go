@@ -73,7 +73,6 @@ func TestDecide(t *testing.T) {
 		replicas   int32
 		tier       dbpilotv1alpha1.Tier
 		metricsOK  bool
-		wantDetail string
 	}{
 		{
 			name: "no metrics holds", in: input(twoMedium, nil),
@@ -365,5 +364,40 @@ func TestDecideRaisesConnectionsWithinTheTierLimit(t *testing.T) {
 	in.Current.MaxConnections = 100
 	if d := Decide(in); d.Action != ActionTierUp {
 		t.Errorf("with memory at 75%% got %s, want TierUp", d.Action)
+	}
+}
+
+// TestScaleDownWaitsForTheTrendAfterARollout: right after a tier change has
+// rolled out, the trend window is mostly the skipped rollout, so a rising
+// load is not yet visible; a scale-down must wait rather than take the trend
+// as flat.
+func TestScaleDownWaitsForTheTrendAfterARollout(t *testing.T) {
+	threeLarge := Size{Replicas: 3, Tier: dbpilotv1alpha1.TierLarge}
+	threeMedium := Size{Replicas: 3, Tier: dbpilotv1alpha1.TierMedium}
+	changed := now.Add(-285 * time.Second)
+	var h []Sample
+	for at := now.Add(-40 * time.Minute); !at.After(now); at = at.Add(15 * time.Second) {
+		size := threeLarge
+		if !at.Before(changed) {
+			size = threeMedium
+		}
+		read := 2.2 - 0.8*now.Sub(at).Seconds()/900
+		h = append(h, sample(at, size, Load{Write: 0.2, Read: read}, 0.5))
+	}
+	in := input(threeMedium, h)
+	in.Last = LastChanges{Direction: -1, DirectionTime: changed, Tier: changed, Settled: now.Add(-105 * time.Second)}
+	d := Decide(in)
+	if d.Action != ActionHold || !strings.Contains(d.Message, "trend") {
+		t.Fatalf("got %s to %d %s (%s), want a hold until the trend is known", d.Action, d.Replicas, d.Tier, d.Message)
+	}
+	// Ten minutes later the trend is known, and it is rising: still no
+	// scale-down into it.
+	in.Now = now.Add(10 * time.Minute)
+	for at := now.Add(15 * time.Second); !at.After(in.Now); at = at.Add(15 * time.Second) {
+		read := 2.2 + 0.8*at.Sub(now).Seconds()/900
+		in.History = append(in.History, sample(at, threeMedium, Load{Write: 0.2, Read: read}, 0.5))
+	}
+	if d := Decide(in); d.Action == ActionScaleDown || d.Action == ActionTierDown {
+		t.Errorf("scaled down into a rising load: %s", d.Message)
 	}
 }

@@ -43,10 +43,10 @@ func hasPrimary(s Sample) bool {
 }
 
 // loadTrend fits a line through the load of the complete samples of the last
-// trendWindow outside skip, and returns its slope per second; zero with too
-// few samples, or when the rise over the window is too small to tell from
-// noise.
-func loadTrend(history []Sample, now time.Time, skip span) Load {
+// trendWindow outside skip, and returns its slope per second; zero when the
+// rise over the window is too small to tell from noise. It is not known
+// (false) with too few samples over too short a time.
+func loadTrend(history []Sample, now time.Time, skip span) (Load, bool) {
 	var ts, ws, rs []float64
 	for _, s := range history {
 		if now.Sub(s.Time) > trendWindow || skip.holds(s.Time) || !complete(s) {
@@ -59,7 +59,7 @@ func loadTrend(history []Sample, now time.Time, skip span) Load {
 	}
 	// A trend needs enough points over enough time to mean anything.
 	if len(ts) < 8 || ts[len(ts)-1]-ts[0] < trendWindow.Seconds()/2 {
-		return Load{}
+		return Load{}, false
 	}
 	// A sustained trend rises in both halves of the window; a step (one
 	// jump, then flat) rises in one half only and is not extrapolated.
@@ -75,7 +75,7 @@ func loadTrend(history []Sample, now time.Time, skip span) Load {
 	if trend.Read*span < minTrendRise*mean(rs) {
 		trend.Read = 0
 	}
-	return trend
+	return trend, true
 }
 
 // span is the time from From up to To; a zero From is the beginning of time.
