@@ -36,7 +36,7 @@ func (r *DatabaseReconciler) reconcileServices(ctx context.Context, s *scope) (c
 	for _, svc := range []*corev1ac.ServiceApplyConfiguration{
 		desired.HeadlessService(s.db),
 		desired.ReadWriteService(s.db),
-		desired.ReadOnlyService(s.db),
+		desired.ReadOnlyService(s.db, s.replicas),
 	} {
 		existing := &corev1.Service{}
 		extract, err := extractor(ctx, r.Client, *svc.Namespace, *svc.Name, existing, func() (*corev1ac.ServiceApplyConfiguration, error) {
@@ -52,8 +52,9 @@ func (r *DatabaseReconciler) reconcileServices(ctx context.Context, s *scope) (c
 	return ctrl.Result{}, nil
 }
 
-// reconcilePodDisruptionBudget applies the budget with two pods or more and
-// removes it with one, where it would only block node drains.
+// reconcilePodDisruptionBudget applies the budget while the StatefulSet runs
+// two pods or more and removes it with one, where it would only block node
+// drains.
 func (r *DatabaseReconciler) reconcilePodDisruptionBudget(ctx context.Context, s *scope) (ctrl.Result, error) {
 	pdb := desired.PodDisruptionBudget(s.db)
 	existing := &policyv1.PodDisruptionBudget{}
@@ -63,7 +64,7 @@ func (r *DatabaseReconciler) reconcilePodDisruptionBudget(ctx context.Context, s
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if !desired.NeedsPodDisruptionBudget(s.db) {
+	if !desired.NeedsPodDisruptionBudget(s.replicas) {
 		if extract == nil {
 			return ctrl.Result{}, nil
 		}

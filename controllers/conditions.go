@@ -55,7 +55,7 @@ func rolling(db *dbpilotv1alpha1.Database, sts *appsv1.StatefulSet) (bool, strin
 	case status.ObservedGeneration < sts.Generation:
 		return true, dbpilotv1alpha1.ReasonRollingUpdate, "Waiting for the StatefulSet controller to observe the new spec"
 	case status.CurrentRevision != status.UpdateRevision || status.UpdatedReplicas < status.Replicas:
-		return true, dbpilotv1alpha1.ReasonRollingUpdate, fmt.Sprintf("Rolling pods to the new spec, replicas first: %d/%d updated", status.UpdatedReplicas, want)
+		return true, dbpilotv1alpha1.ReasonRollingUpdate, fmt.Sprintf("Rolling pods to the new spec, replicas first: %d/%d updated", status.UpdatedReplicas, status.Replicas)
 	case status.Replicas != want || status.ReadyReplicas < want:
 		if status.ReadyReplicas == 0 {
 			return true, dbpilotv1alpha1.ReasonCreating, fmt.Sprintf("Starting pods: 0/%d ready", want)

@@ -120,8 +120,8 @@ func (r *DatabaseReconciler) reconcileNormal(ctx context.Context, s *scope) (ctr
 	phases := []phase{
 		r.reconcileCredentials,
 		r.reconcileConfigMap,
-		r.reconcileServices,
 		r.reconcileStatefulSet,
+		r.reconcileServices,
 		r.reconcileVolumes,
 		r.reconcilePodRoles,
 		r.reconcilePodDisruptionBudget,

@@ -59,23 +59,25 @@ func TestRolloutReplicas(t *testing.T) {
 	lastPodRolling := appsv1.StatefulSetStatus{ObservedGeneration: 2, CurrentRevision: "b", UpdateRevision: "b", ReadyReplicas: 3, UpdatedReplicas: 3}
 	notObserved := appsv1.StatefulSetStatus{ObservedGeneration: 1, CurrentRevision: "a", UpdateRevision: "a", ReadyReplicas: 4, UpdatedReplicas: 4}
 	cases := []struct {
-		name string
-		live *appsv1.StatefulSet
-		hash string
-		want int32
-		got  int32
+		name  string
+		live  *appsv1.StatefulSet
+		hash  string
+		want  int32
+		stuck bool
+		got   int32
 	}{
-		{"no StatefulSet yet", nil, "h1", 3, 3},
-		{"more pods are added at once, mid-rollout too", withReplicas(liveStatefulSet("h1", 1, rolling), 4), "h1", 6, 6},
-		{"fewer pods with the same template go at once", withReplicas(liveStatefulSet("h1", 0, settled), 4), "h1", 3, 3},
-		{"fewer pods with a new template wait for it", withReplicas(liveStatefulSet("h0", 0, settled), 4), "h1", 3, 4},
-		{"and keep waiting while it rolls", withReplicas(liveStatefulSet("h1", 1, rolling), 4), "h1", 3, 4},
-		{"until the last pod is updated", withReplicas(liveStatefulSet("h1", 0, lastPodRolling), 4), "h1", 3, 4},
-		{"or the controller has seen it", withReplicas(liveStatefulSet("h1", 0, notObserved), 4), "h1", 3, 4},
-		{"then they go", withReplicas(liveStatefulSet("h1", 0, settled), 4), "h1", 2, 2},
+		{"no StatefulSet yet", nil, "h1", 3, false, 3},
+		{"more pods are added at once, mid-rollout too", withReplicas(liveStatefulSet("h1", 1, rolling), 4), "h1", 6, false, 6},
+		{"fewer pods with the same template go at once", withReplicas(liveStatefulSet("h1", 0, settled), 4), "h1", 3, false, 3},
+		{"fewer pods with a new template wait for it", withReplicas(liveStatefulSet("h0", 0, settled), 4), "h1", 3, false, 4},
+		{"and keep waiting while it rolls", withReplicas(liveStatefulSet("h1", 1, rolling), 4), "h1", 3, false, 4},
+		{"until the last pod is updated", withReplicas(liveStatefulSet("h1", 0, lastPodRolling), 4), "h1", 3, false, 4},
+		{"or the controller has seen it", withReplicas(liveStatefulSet("h1", 0, notObserved), 4), "h1", 3, false, 4},
+		{"unless the rollout is stuck", withReplicas(liveStatefulSet("h1", 1, rolling), 4), "h1", 3, true, 3},
+		{"then they go", withReplicas(liveStatefulSet("h1", 0, settled), 4), "h1", 2, false, 2},
 	}
 	for _, tc := range cases {
-		if got := rolloutReplicas(tc.live, tc.hash, tc.want); got != tc.got {
+		if got := rolloutReplicas(tc.live, tc.hash, tc.want, tc.stuck); got != tc.got {
 			t.Errorf("%s: replicas = %d, want %d", tc.name, got, tc.got)
 		}
 	}

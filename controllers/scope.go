@@ -23,4 +23,8 @@ type scope struct {
 	volumeProblem string
 	// observed is set once statefulSet and pods have been read.
 	observed bool
+	// replicas is the number of pods the StatefulSet runs: the effective
+	// replicas, or more while a rollout keeps pods it will remove. Set by
+	// the StatefulSet phase; the Services and the budget follow it.
+	replicas int32
 }

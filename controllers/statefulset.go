@@ -32,16 +32,30 @@ func (r *DatabaseReconciler) reconcileStatefulSet(ctx context.Context, s *scope)
 		live = existing
 		opts.ClaimSize = claimTemplateSize(existing)
 	}
+	if err := r.observe(ctx, s); err != nil {
+		return ctrl.Result{}, err
+	}
 	hash := desired.TemplateHash(desired.PodTemplate(db))
-	opts.Replicas = rolloutReplicas(live, hash, db.EffectiveReplicas())
+	stuck := len(stuckPods(s.pods, r.clock().Now())) > 0
+	opts.Replicas = rolloutReplicas(live, hash, db.EffectiveReplicas(), stuck)
 	opts.Partition = rolloutPartition(live, hash, opts.Replicas)
+	s.replicas = opts.Replicas
 	sts := desired.StatefulSet(db, opts)
 	wrote, err := applyIfChanged(ctx, r.Client, sts, extract)
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("applying StatefulSet: %w", err)
 	}
-	if wrote && live != nil {
-		r.recordChanges(db, live, opts.Replicas)
+	if wrote {
+		// Later phases read what this write changes.
+		s.observed = false
+		if live != nil {
+			r.recordChanges(db, live, opts.Replicas)
+		}
+	}
+	if opts.Replicas > db.EffectiveReplicas() {
+		// Kept pods go when the rollout ends, which pod events announce,
+		// or when it is stuck, which only time tells.
+		return ctrl.Result{RequeueAfter: notReadyTooLong}, nil
 	}
 	return ctrl.Result{}, nil
 }
@@ -81,9 +95,11 @@ func claimTemplateSize(sts *appsv1.StatefulSet) resource.Quantity {
 // new template rolls out. Pods that a change makes unneeded (a bigger tier
 // needs fewer of them) stay until every pod runs the new template and is
 // ready, so capacity never dips below what the change aims for; then they
-// go. More pods are added at once.
-func rolloutReplicas(live *appsv1.StatefulSet, templateHash string, want int32) int32 {
-	if live == nil || live.Spec.Replicas == nil || want >= *live.Spec.Replicas {
+// go. More pods are added at once. A rollout that is stuck (a pod not ready
+// for too long, say a bigger tier that does not fit) keeps nothing, so
+// lowering the replicas still helps.
+func rolloutReplicas(live *appsv1.StatefulSet, templateHash string, want int32, stuck bool) int32 {
+	if live == nil || live.Spec.Replicas == nil || want >= *live.Spec.Replicas || stuck {
 		return want
 	}
 	have := *live.Spec.Replicas

@@ -83,7 +83,7 @@ func TestPodIsRestricted(t *testing.T) {
 
 func TestReadOnlyServiceFallsBackToPrimary(t *testing.T) {
 	for replicas, role := range map[int32]string{1: dbpilotv1alpha1.RolePrimary, 2: dbpilotv1alpha1.RoleReplica} {
-		svc := desired.ReadOnlyService(database(dbpilotv1alpha1.EnginePostgres, dbpilotv1alpha1.TierSmall, replicas))
+		svc := desired.ReadOnlyService(database(dbpilotv1alpha1.EnginePostgres, dbpilotv1alpha1.TierSmall, replicas), replicas)
 		if got := svc.Spec.Selector[dbpilotv1alpha1.LabelRole]; got != role {
 			t.Errorf("replicas=%d: read-only Service selects %q, want %q", replicas, got, role)
 		}

@@ -50,10 +50,10 @@ func TestGolden(t *testing.T) {
 				desired.ConfigMap(db),
 				desired.HeadlessService(db),
 				desired.ReadWriteService(db),
-				desired.ReadOnlyService(db),
+				desired.ReadOnlyService(db, db.EffectiveReplicas()),
 				desired.StatefulSet(db, desired.StatefulSetOptions{}),
 			}
-			if desired.NeedsPodDisruptionBudget(db) {
+			if desired.NeedsPodDisruptionBudget(db.EffectiveReplicas()) {
 				objects = append(objects, desired.PodDisruptionBudget(db))
 			}
 			var got []byte

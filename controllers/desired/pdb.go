@@ -8,10 +8,11 @@ import (
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
 )
 
-// NeedsPodDisruptionBudget reports whether the Database runs enough pods for
-// a budget to make sense: with one pod, a budget would block node drains.
-func NeedsPodDisruptionBudget(db *dbpilotv1alpha1.Database) bool {
-	return db.EffectiveReplicas() >= 2
+// NeedsPodDisruptionBudget reports whether a StatefulSet of pods pods is big
+// enough for a budget to make sense: with one pod, a budget would block node
+// drains.
+func NeedsPodDisruptionBudget(pods int32) bool {
+	return pods >= 2
 }
 
 // PodDisruptionBudget lets voluntary disruptions (drains, upgrades) take one

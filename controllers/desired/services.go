@@ -53,10 +53,11 @@ func ReadWriteService(db *dbpilotv1alpha1.Database) *corev1ac.ServiceApplyConfig
 }
 
 // ReadOnlyService reaches the replicas, or the primary when the Database runs
-// a single pod, so read-only clients always have somewhere to go.
-func ReadOnlyService(db *dbpilotv1alpha1.Database) *corev1ac.ServiceApplyConfiguration {
+// a single pod (of pods, the StatefulSet's replicas), so read-only clients
+// always have somewhere to go.
+func ReadOnlyService(db *dbpilotv1alpha1.Database, pods int32) *corev1ac.ServiceApplyConfiguration {
 	role := dbpilotv1alpha1.RoleReplica
-	if db.EffectiveReplicas() < 2 {
+	if pods < 2 {
 		role = dbpilotv1alpha1.RolePrimary
 	}
 	return corev1ac.Service(db.ReadOnlyServiceName(), db.Namespace).

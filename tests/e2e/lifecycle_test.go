@@ -185,7 +185,8 @@ func TestTierChangeRollsReplicasFirst(t *testing.T) {
 
 // TestBiggerTierWithFewerPodsKeepsThemUntilRolledOut changes the tier and
 // lowers the replicas at once, as the auto-pilot does when a bigger tier
-// needs fewer pods: the pods to go stay until the new tier has rolled out.
+// needs fewer pods: the pod to go stays, serving reads behind the read-only
+// Service and covered by the budget, until the new tier has rolled out.
 func TestBiggerTierWithFewerPodsKeepsThemUntilRolledOut(t *testing.T) {
 	t.Parallel()
 	g := NewWithT(t)
@@ -194,37 +195,47 @@ func TestBiggerTierWithFewerPodsKeepsThemUntilRolledOut(t *testing.T) {
 	startOperator(t, ns)
 
 	db := newDatabase(ns, "orders", dbpilotv1alpha1.EngineMariaDB)
-	db.Spec.Replicas = ptr.To[int32](3)
+	db.Spec.Replicas = ptr.To[int32](2)
 	g.Expect(k8sClient.Create(ctx, db)).To(Succeed())
 	waitConverged(g, db)
 
 	update(g, db, func(db *dbpilotv1alpha1.Database) {
 		db.Spec.Tier = dbpilotv1alpha1.TierLarge
-		db.Spec.Replicas = ptr.To[int32](2)
+		db.Spec.Replicas = ptr.To[int32](1)
 	})
 
-	// Whenever the StatefulSet asks for fewer than three pods, every pod
-	// already runs the new tier.
-	var early []string
+	// While the StatefulSet keeps two pods, reads go to the replica and the
+	// budget stays; once it runs one, every pod runs the new tier.
+	var problems []string
 	g.Eventually(func(g Gomega) {
 		sts := statefulSetOf(g, db)
 		pods := podsOf(g, db)
-		if *sts.Spec.Replicas < 3 {
+		readOnly := &corev1.Service{}
+		g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: db.ReadOnlyServiceName()}, readOnly)).To(Succeed())
+		pdbErr := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: db.PodDisruptionBudgetName()}, &policyv1.PodDisruptionBudget{})
+		if *sts.Spec.Replicas == 2 {
+			if role := readOnly.Spec.Selector[dbpilotv1alpha1.LabelRole]; role != dbpilotv1alpha1.RoleReplica {
+				problems = append(problems, "read-only Service selects "+role+" while two pods run")
+			}
+			if apierrors.IsNotFound(pdbErr) {
+				problems = append(problems, "budget removed while two pods run")
+			}
+		}
+		if *sts.Spec.Replicas < 2 {
 			for _, pod := range pods {
 				if pod.Annotations[desired.AnnotationTier] != "large" {
-					early = append(early, pod.Name)
+					problems = append(problems, pod.Name+" still on the old tier when the StatefulSet shrank")
 				}
 			}
 		}
-		g.Expect(pods).To(HaveLen(2))
-		for _, pod := range pods {
-			g.Expect(pod.Annotations[desired.AnnotationTier]).To(Equal("large"))
-		}
+		g.Expect(pods).To(HaveLen(1))
+		g.Expect(pods[0].Annotations[desired.AnnotationTier]).To(Equal("large"))
+		g.Expect(readOnly.Spec.Selector[dbpilotv1alpha1.LabelRole]).To(Equal(dbpilotv1alpha1.RolePrimary))
+		g.Expect(apierrors.IsNotFound(pdbErr)).To(BeTrue(), "budget kept for one pod")
 	}, convergeTimeout, 50*time.Millisecond).Should(Succeed())
-	g.Expect(early).To(BeEmpty(), "pods still on the old tier when the StatefulSet shrank")
+	g.Expect(problems).To(BeEmpty())
 	waitConverged(g, db)
-	g.Expect(*statefulSetOf(g, db).Spec.Replicas).To(Equal(int32(2)))
-	g.Expect(eventNotes(g, db)).To(ContainElement("Keeping 3 pods until the new template has rolled out, then scaling to 2"))
+	g.Expect(eventNotes(g, db)).To(ContainElement("Keeping 2 pods until the new template has rolled out, then scaling to 1"))
 }
 
 // TestMinorUpgrade raises a minor version and checks image, status and Event.
