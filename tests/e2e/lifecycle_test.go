@@ -208,11 +208,14 @@ func TestBiggerTierWithFewerPodsKeepsThemUntilRolledOut(t *testing.T) {
 	// budget stays; once it runs one, every pod runs the new tier.
 	var problems []string
 	g.Eventually(func(g Gomega) {
-		sts := statefulSetOf(g, db)
-		pods := podsOf(g, db)
+		// The operator shrinks the StatefulSet before it switches the
+		// Service and drops the budget: read those first, so a StatefulSet
+		// still at two pods afterwards proves they switched too early.
 		readOnly := &corev1.Service{}
 		g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: db.ReadOnlyServiceName()}, readOnly)).To(Succeed())
 		pdbErr := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: db.PodDisruptionBudgetName()}, &policyv1.PodDisruptionBudget{})
+		sts := statefulSetOf(g, db)
+		pods := podsOf(g, db)
 		if *sts.Spec.Replicas == 2 {
 			if role := readOnly.Spec.Selector[dbpilotv1alpha1.LabelRole]; role != dbpilotv1alpha1.RoleReplica {
 				problems = append(problems, "read-only Service selects "+role+" while two pods run")
