@@ -11,6 +11,7 @@ import (
 
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
 	"github.com/dbpilot/dbpilot/autopilot"
+	"github.com/dbpilot/dbpilot/controllers/desired"
 	"github.com/dbpilot/dbpilot/internal/options"
 	"github.com/dbpilot/dbpilot/tests/loadexporter"
 	"github.com/dbpilot/dbpilot/tests/promserver"
@@ -90,18 +91,31 @@ func TestAutopilotScalesWithinBounds(t *testing.T) {
 	}, convergeTimeout, pollInterval).Should(Succeed())
 
 	// Write pressure on the primary: a bigger tier, not more replicas (the
-	// bound is 3 anyway).
+	// bound is 3 anyway), and fewer of them; the pods it no longer needs
+	// stay until every pod runs the bigger tier.
 	exporter.SetDemand(autopilot.Load{Read: 0.3, Write: 0.9})
+	var early []string
 	g.Eventually(func(g Gomega) {
+		if *statefulSetOf(g, db).Spec.Replicas < 3 {
+			for _, pod := range podsOf(g, db) {
+				if pod.Annotations[desired.AnnotationTier] != string(dbpilotv1alpha1.TierMedium) {
+					early = append(early, pod.Name)
+				}
+			}
+		}
 		fetch(g, db)
 		g.Expect(db.Status.Tier).To(Equal(dbpilotv1alpha1.TierMedium))
 		g.Expect(db.Status.Autopilot.LastDecision.Action).To(Equal(string(autopilot.ActionTierUp)))
 		g.Expect(db.Status.Autopilot.LastDecision.Reason).To(Equal(autopilot.ReasonWritePressure))
 		g.Expect(db.Status.Autopilot.LastDecision.Signals).To(HaveKey("writeLoad"))
 	}, 3*convergeTimeout, pollInterval).Should(Succeed())
+	t.Log(db.Status.Autopilot.LastDecision.Message)
+	waitConverged(g, db)
 	sts := statefulSetOf(g, db)
 	g.Expect(sts.Spec.Template.Spec.Containers[0].Resources.Limits.Memory().String()).To(Equal("2Gi"))
-	g.Expect(*sts.Spec.Replicas).To(BeNumerically("<=", 3))
+	g.Expect(*sts.Spec.Replicas).To(Equal(*db.Status.Autopilot.EffectiveReplicas))
+	g.Expect(*sts.Spec.Replicas).To(BeNumerically("<", 3), "a medium primary carries the writes without the third pod")
+	g.Expect(early).To(BeEmpty(), "pods went before the bigger tier had rolled out")
 	g.Expect(eventReasons(g, db)).To(ContainElement(dbpilotv1alpha1.EventReasonAutopilot))
 
 	// Prometheus goes away: the auto-pilot holds and the condition says why.
