@@ -76,10 +76,7 @@ func Decide(in Input) Decision {
 	// Sizes differ before and after a change: up, trust only what came
 	// after it.
 	trend, _ := loadTrend(in.History, in.Now, span{To: settledAt(in)})
-	ahead := Load{
-		Write: load.Write + math.Max(0, trend.Write)*TierLeadTime.Seconds(),
-		Read:  load.Read + math.Max(0, trend.Read)*ReplicaLeadTime.Seconds(),
-	}
+	ahead := leadAhead(load, trend)
 	util := Predict(load, cur.Replicas, cur.Tier)
 	memory, connections, volume := pressures(latest)
 	d.Signals = map[string]float64{
@@ -241,8 +238,9 @@ func decideDown(d Decision, in Input, cur Size, load Load) Decision {
 		// scale-down into a rising load would be undone.
 		return hold(d, ReasonWithinTargets, "Within targets; a scale-down waits until the trend of the load is known")
 	}
-	peak := project(measured, trend, flapWindow)
-	tierPeak := project(measured, trend, max(flapWindow, p.TierCooldown))
+	peak := project(measured, trend, flapWindow, flapWindow)
+	tierCooldown := max(flapWindow, p.TierCooldown)
+	tierPeak := project(measured, trend, tierCooldown, tierCooldown)
 	want, ok := Cheapest(peak, p, cur, p.CPUTarget*downHeadroom)
 	if !ok || want.Cost() >= cur.Cost() {
 		return hold(d, ReasonWithinTargets, "Within targets")
@@ -381,12 +379,20 @@ func settledAt(in Input) time.Time {
 	return since.Add(in.Policy.SettleTime)
 }
 
-// project adds to load what its rising trend brings over d.
-func project(load, trend Load, d time.Duration) Load {
+// project adds to load what its rising trend brings, over writeFor for
+// writes and readFor for reads.
+func project(load, trend Load, writeFor, readFor time.Duration) Load {
 	return Load{
-		Write: load.Write + math.Max(0, trend.Write)*d.Seconds(),
-		Read:  load.Read + math.Max(0, trend.Read)*d.Seconds(),
+		Write: load.Write + math.Max(0, trend.Write)*writeFor.Seconds(),
+		Read:  load.Read + math.Max(0, trend.Read)*readFor.Seconds(),
 	}
+}
+
+// leadAhead is the load when a change started now becomes effective: writes
+// call for a tier, which takes TierLeadTime; reads for replicas,
+// ReplicaLeadTime.
+func leadAhead(load, trend Load) Load {
+	return project(load, trend, TierLeadTime, ReplicaLeadTime)
 }
 
 func round(v float64) float64 { return math.Round(v*1000) / 1000 }

@@ -66,13 +66,13 @@ var (
 
 func TestDecide(t *testing.T) {
 	cases := []struct {
-		name       string
-		in         Input
-		action     Action
-		reason     string
-		replicas   int32
-		tier       dbpilotv1alpha1.Tier
-		metricsOK  bool
+		name      string
+		in        Input
+		action    Action
+		reason    string
+		replicas  int32
+		tier      dbpilotv1alpha1.Tier
+		metricsOK bool
 	}{
 		{
 			name: "no metrics holds", in: input(twoMedium, nil),

@@ -136,10 +136,7 @@ func breachStart(in Input, trend Load) time.Time {
 			break
 		}
 		load := EstimateLoad(s)
-		ahead := Load{
-			Write: load.Write + math.Max(0, trend.Write)*TierLeadTime.Seconds(),
-			Read:  load.Read + math.Max(0, trend.Read)*ReplicaLeadTime.Seconds(),
-		}
+		ahead := leadAhead(load, trend)
 		memory, connections, _ := pressures(s)
 		size := Size{Replicas: s.Replicas, Tier: s.Tier}
 		if fits(ahead, size, in.Policy.CPUTarget*upTolerance) && memory <= in.Policy.MemoryTarget && connections <= in.Policy.ConnectionTarget {

@@ -43,6 +43,12 @@ func primaryPod(db *dbpilotv1alpha1.Database, pods []corev1.Pod) *corev1.Pod {
 	return nil
 }
 
+// updating reports whether the StatefulSet controller is still moving pods
+// to the newest revision.
+func updating(status appsv1.StatefulSetStatus) bool {
+	return status.CurrentRevision != status.UpdateRevision || status.UpdatedReplicas < status.Replicas
+}
+
 // rolling reports whether the StatefulSet is still moving towards its spec,
 // with the reason and a message.
 func rolling(db *dbpilotv1alpha1.Database, sts *appsv1.StatefulSet) (bool, string, string) {
@@ -54,7 +60,7 @@ func rolling(db *dbpilotv1alpha1.Database, sts *appsv1.StatefulSet) (bool, strin
 	switch {
 	case status.ObservedGeneration < sts.Generation:
 		return true, dbpilotv1alpha1.ReasonRollingUpdate, "Waiting for the StatefulSet controller to observe the new spec"
-	case status.CurrentRevision != status.UpdateRevision || status.UpdatedReplicas < status.Replicas:
+	case updating(status):
 		return true, dbpilotv1alpha1.ReasonRollingUpdate, fmt.Sprintf("Rolling pods to the new spec, replicas first: %d/%d updated", status.UpdatedReplicas, status.Replicas)
 	case status.Replicas != want || status.ReadyReplicas < want:
 		if status.ReadyReplicas == 0 {

@@ -49,7 +49,7 @@ func (r *DatabaseReconciler) reconcileStatefulSet(ctx context.Context, s *scope)
 		// Later phases read what this write changes.
 		s.observed = false
 		if live != nil {
-			r.recordChanges(db, live, opts.Replicas)
+			r.recordChanges(db, live, hash, opts.Replicas)
 		}
 	}
 	if opts.Replicas > db.EffectiveReplicas() {
@@ -61,13 +61,14 @@ func (r *DatabaseReconciler) reconcileStatefulSet(ctx context.Context, s *scope)
 }
 
 // recordChanges records an Event for each user-visible change the applied
-// StatefulSet (with replicas pods) makes to the live one.
-func (r *DatabaseReconciler) recordChanges(db *dbpilotv1alpha1.Database, live *appsv1.StatefulSet, replicas int32) {
+// StatefulSet (pod template hash templateHash, replicas pods) makes to the
+// live one.
+func (r *DatabaseReconciler) recordChanges(db *dbpilotv1alpha1.Database, live *appsv1.StatefulSet, templateHash string, replicas int32) {
 	switch {
 	case live.Spec.Replicas != nil && *live.Spec.Replicas != replicas:
 		r.Recorder.Eventf(db, nil, corev1.EventTypeNormal, dbpilotv1alpha1.EventReasonScaled, "Scale",
 			"Scaling from %d to %d pods", *live.Spec.Replicas, replicas)
-	case replicas != db.EffectiveReplicas() && live.Annotations[desired.AnnotationTemplateHash] != desired.TemplateHash(desired.PodTemplate(db)):
+	case replicas != db.EffectiveReplicas() && live.Annotations[desired.AnnotationTemplateHash] != templateHash:
 		r.Recorder.Eventf(db, nil, corev1.EventTypeNormal, dbpilotv1alpha1.EventReasonScaled, "Scale",
 			"Keeping %d pods until the new template has rolled out, then scaling to %d", replicas, db.EffectiveReplicas())
 	}
@@ -102,13 +103,10 @@ func rolloutReplicas(live *appsv1.StatefulSet, templateHash string, want int32, 
 	if live == nil || live.Spec.Replicas == nil || want >= *live.Spec.Replicas || stuck {
 		return want
 	}
-	have := *live.Spec.Replicas
-	status := live.Status
 	rollingOut := live.Annotations[desired.AnnotationTemplateHash] != templateHash ||
-		status.ObservedGeneration < live.Generation ||
-		status.CurrentRevision != status.UpdateRevision || status.UpdatedReplicas < status.Replicas
+		live.Status.ObservedGeneration < live.Generation || updating(live.Status)
 	if rollingOut {
-		return have
+		return *live.Spec.Replicas
 	}
 	return want
 }
