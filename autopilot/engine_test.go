@@ -111,7 +111,8 @@ func TestDecide(t *testing.T) {
 		{
 			name: "a tier step sheds at most half the replicas", in: func() Input {
 				four := Size{Replicas: 4, Tier: dbpilotv1alpha1.TierMedium}
-				return input(four, steady(four, Load{Write: 1.9, Read: 0.4}, 5*time.Minute))
+				// One large pod would carry it; the step keeps half of the four.
+				return input(four, steady(four, Load{Write: 1.88, Read: 0.2}, 5*time.Minute))
 			}(),
 			action: ActionTierUp, reason: ReasonWritePressure, replicas: 2, tier: dbpilotv1alpha1.TierLarge, metricsOK: true,
 		},
