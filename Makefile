@@ -61,7 +61,8 @@ OPERATOR_SDK_LDFLAGS := -s -w -X $(OSDK_VERSION_PKG).Version=$(OPERATOR_SDK_VERS
 	-X $(OSDK_VERSION_PKG).KubernetesVersion=v1.27.8 -X $(OSDK_VERSION_PKG).ImageVersion=$(OPERATOR_SDK_VERSION)
 
 # Debian packages for the suites that run real databases and Prometheus.
-DEBIAN_PACKAGES ?= prometheus postgresql-15 mariadb-server prometheus-postgres-exporter prometheus-mysqld-exporter
+DEBIAN_PACKAGES ?= prometheus postgresql-15 mariadb-server prometheus-postgres-exporter prometheus-mysqld-exporter \
+	containerd runc containernetworking-plugins iptables nftables
 
 .DEFAULT_GOAL := help
 
@@ -221,7 +222,7 @@ controlplane: $(CONTROLPLANE)/.$(KUBE_VERSION)-$(ETCD_VERSION)-$(KWOK_VERSION) $
 
 $(CONTROLPLANE)/.$(KUBE_VERSION)-$(ETCD_VERSION)-$(KWOK_VERSION): $(KUBE_DIR)/.built $(ETCD) $(KWOK)
 	rm -rf $(CONTROLPLANE) && mkdir -p $(CONTROLPLANE)/kwok-stages
-	for b in kube-apiserver kube-controller-manager kube-scheduler kubectl; do ln -s $(KUBE_DIR)/$$b $(CONTROLPLANE)/$$b; done
+	for b in kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl; do ln -s $(KUBE_DIR)/$$b $(CONTROLPLANE)/$$b; done
 	ln -s $(ETCD) $(CONTROLPLANE)/etcd
 	ln -s $(KWOK) $(CONTROLPLANE)/kwok
 	stages=$$($(GO) env GOMODCACHE)/sigs.k8s.io/kwok@$(KWOK_VERSION)/kustomize/stage; \
@@ -234,9 +235,9 @@ $(KUBECTL): $(KUBE_DIR)/.built
 	ln -sf $(KUBE_DIR)/kubectl $(KUBECTL)
 
 $(KUBE_DIR)/.built: hack/tools/kube/go.mod hack/tools/kube/go.sum
-	cd hack/tools/kube && ../../../$(BUILD_TOOL) "kube-apiserver, kube-controller-manager, kube-scheduler, kubectl $(KUBE_VERSION)" \
+	cd hack/tools/kube && ../../../$(BUILD_TOOL) "kube-apiserver, kube-controller-manager, kube-scheduler, kubelet, kube-proxy, kubectl $(KUBE_VERSION)" \
 		env CGO_ENABLED=0 $(GO) build -trimpath -tags selinux,notest,grpcnotrace -ldflags "$(KUBE_LDFLAGS)" \
-		-o $(KUBE_DIR)/ ./kube-apiserver ./kube-controller-manager ./kube-scheduler ./kubectl
+		-o $(KUBE_DIR)/ ./kube-apiserver ./kube-controller-manager ./kube-scheduler ./kubelet ./kube-proxy ./kubectl
 	touch $@
 
 $(ETCD): hack/tools/etcd/go.mod hack/tools/etcd/go.sum

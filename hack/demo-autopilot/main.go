@@ -31,9 +31,9 @@ import (
 	"github.com/dbpilot/dbpilot/autopilot/sim"
 	"github.com/dbpilot/dbpilot/controllers"
 	"github.com/dbpilot/dbpilot/internal/options"
-	"github.com/dbpilot/dbpilot/tests/cluster"
-	"github.com/dbpilot/dbpilot/tests/loadexporter"
-	"github.com/dbpilot/dbpilot/tests/promserver"
+	"github.com/dbpilot/dbpilot/internal/localcluster"
+	"github.com/dbpilot/dbpilot/internal/loadexporter"
+	"github.com/dbpilot/dbpilot/internal/promserver"
 )
 
 func main() {
@@ -56,7 +56,7 @@ func run(ctx context.Context, tracePath string, speed float64, crds string) (err
 		return err
 	}
 	fmt.Printf(">> starting the local control plane\n")
-	c, err := cluster.Start(ctx, cluster.Config{Nodes: 3})
+	c, err := localcluster.Start(ctx, localcluster.Config{Nodes: 3})
 	if err != nil {
 		return err
 	}

@@ -29,7 +29,7 @@ import (
 
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
 	"github.com/dbpilot/dbpilot/internal/options"
-	"github.com/dbpilot/dbpilot/tests/cluster"
+	"github.com/dbpilot/dbpilot/internal/localcluster"
 )
 
 func main() {
@@ -69,7 +69,7 @@ func run(ctx context.Context, managerPath, crdDir, samplesDir, stateDir string, 
 		}
 	}
 	step("starting the local control plane in " + stateDir)
-	c, err := cluster.Start(ctx, cluster.Config{
+	c, err := localcluster.Start(ctx, localcluster.Config{
 		Dir:        stateDir,
 		Persistent: true,
 		Progress:   func(s string) { fmt.Printf("       %6.1fs  %s\n", time.Since(started).Seconds(), s) },
@@ -172,11 +172,11 @@ func applySamples(ctx context.Context, cfg *rest.Config, dir string) ([]*unstruc
 // runManager runs the manager binary until ctx ends or it exits, printing the
 // samples' status whenever it changes.
 func runManager(ctx context.Context, managerPath, kubeconfig string, cfg *rest.Config, samples []*unstructured.Unstructured) error {
-	metricsPort, err := cluster.FreePort()
+	metricsPort, err := localcluster.FreePort()
 	if err != nil {
 		return err
 	}
-	probePort, err := cluster.FreePort()
+	probePort, err := localcluster.FreePort()
 	if err != nil {
 		return err
 	}

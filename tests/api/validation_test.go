@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/dbpilot/dbpilot/internal/options"
-	"github.com/dbpilot/dbpilot/tests/cluster"
+	"github.com/dbpilot/dbpilot/internal/localcluster"
 )
 
 var k8sClient client.Client
@@ -26,12 +26,12 @@ func TestMain(m *testing.M) {
 }
 
 func run(m *testing.M) int {
-	root, err := cluster.RepoRoot()
+	root, err := localcluster.RepoRoot()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	binDir, err := cluster.DefaultBinDir()
+	binDir, err := localcluster.DefaultBinDir()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

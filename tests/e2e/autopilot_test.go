@@ -13,8 +13,8 @@ import (
 	"github.com/dbpilot/dbpilot/autopilot"
 	"github.com/dbpilot/dbpilot/controllers/desired"
 	"github.com/dbpilot/dbpilot/internal/options"
-	"github.com/dbpilot/dbpilot/tests/loadexporter"
-	"github.com/dbpilot/dbpilot/tests/promserver"
+	"github.com/dbpilot/dbpilot/internal/loadexporter"
+	"github.com/dbpilot/dbpilot/internal/promserver"
 )
 
 // TestAutopilotScalesWithinBounds runs the auto-pilot against a real

@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/dbpilot/dbpilot/internal/options"
-	"github.com/dbpilot/dbpilot/tests/cluster"
+	"github.com/dbpilot/dbpilot/internal/localcluster"
 )
 
 var (
@@ -36,7 +36,7 @@ func run(m *testing.M) (code int) {
 	logf.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapLevel())))
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	c, err := cluster.Start(ctx, cluster.Config{})
+	c, err := localcluster.Start(ctx, localcluster.Config{})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "starting control plane: %v\n", err)
 		return 1
@@ -57,7 +57,7 @@ func run(m *testing.M) (code int) {
 		}
 	}()
 	restConfig = c.RESTConfig
-	root, err := cluster.RepoRoot()
+	root, err := localcluster.RepoRoot()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1

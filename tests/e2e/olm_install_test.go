@@ -20,7 +20,7 @@ import (
 
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
 	"github.com/dbpilot/dbpilot/internal/options"
-	"github.com/dbpilot/dbpilot/tests/cluster"
+	"github.com/dbpilot/dbpilot/internal/localcluster"
 )
 
 // csv holds the parts of the bundle's ClusterServiceVersion that OLM turns
@@ -47,7 +47,7 @@ type csvPermission struct {
 
 func readCSV(t *testing.T) *csv {
 	t.Helper()
-	root, err := cluster.RepoRoot()
+	root, err := localcluster.RepoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
-	"github.com/dbpilot/dbpilot/tests/cluster"
+	"github.com/dbpilot/dbpilot/internal/localcluster"
 )
 
 // TestStorageGrowsEveryClaim grows spec.storage.size on a 2-pod Database and
@@ -55,7 +55,7 @@ func TestStorageGrowthNeedsAnExpandableClass(t *testing.T) {
 	startOperator(t, ns)
 	class := &storagev1.StorageClass{
 		ObjectMeta:           metav1.ObjectMeta{Name: "fixed-size"},
-		Provisioner:          cluster.ProvisionerName,
+		Provisioner:          localcluster.ProvisionerName,
 		AllowVolumeExpansion: ptr.To(false),
 	}
 	g.Expect(k8sClient.Create(ctx, class)).To(Succeed())

@@ -20,7 +20,7 @@ import (
 
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
 	"github.com/dbpilot/dbpilot/controllers/desired"
-	"github.com/dbpilot/dbpilot/tests/cluster"
+	"github.com/dbpilot/dbpilot/internal/localcluster"
 )
 
 // database is a one-pod Database of the engine and tier.
@@ -121,7 +121,7 @@ func startServer(t *testing.T, cmd *exec.Cmd, logPath string) {
 
 func freePort(t *testing.T) int {
 	t.Helper()
-	port, err := cluster.FreePort()
+	port, err := localcluster.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/dbpilot/dbpilot/autopilot/promsource"
-	"github.com/dbpilot/dbpilot/tests/promserver"
+	"github.com/dbpilot/dbpilot/internal/promserver"
 )
 
 // databaseSeries crafts the series of one database pod the way cAdvisor, the

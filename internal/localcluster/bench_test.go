@@ -1,4 +1,4 @@
-package cluster_test
+package localcluster_test
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/dbpilot/dbpilot/tests/cluster"
+	"github.com/dbpilot/dbpilot/internal/localcluster"
 )
 
 // BenchmarkControlPlane reports how long the local control plane takes to
@@ -21,7 +21,7 @@ func BenchmarkControlPlane(b *testing.B) {
 	for i := range b.N {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		began := time.Now()
-		c, err := cluster.Start(ctx, cluster.Config{})
+		c, err := localcluster.Start(ctx, localcluster.Config{})
 		if err != nil {
 			cancel()
 			b.Fatalf("starting control plane: %v", err)

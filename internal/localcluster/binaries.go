@@ -1,4 +1,4 @@
-package cluster
+package localcluster
 
 import (
 	"fmt"
@@ -19,6 +19,9 @@ type Binaries struct {
 	Scheduler         string
 	Kwok              string
 	Kubectl           string
+	// Kubelet and KubeProxy run the real node.
+	Kubelet   string
+	KubeProxy string
 	// StagesDir holds kwok's Stage manifests (node and pod lifecycles).
 	StagesDir string
 }
@@ -32,6 +35,8 @@ func BinariesIn(dir string) Binaries {
 		Scheduler:         filepath.Join(dir, "kube-scheduler"),
 		Kwok:              filepath.Join(dir, "kwok"),
 		Kubectl:           filepath.Join(dir, "kubectl"),
+		Kubelet:           filepath.Join(dir, "kubelet"),
+		KubeProxy:         filepath.Join(dir, "kube-proxy"),
 		StagesDir:         filepath.Join(dir, "kwok-stages"),
 	}
 }
@@ -69,9 +74,13 @@ func RepoRoot() (string, error) {
 }
 
 // check returns an error naming every missing binary.
-func (b Binaries) check() error {
+func (b Binaries) check(realNode bool) error {
 	var missing []string
-	for _, path := range []string{b.Etcd, b.APIServer, b.ControllerManager, b.Scheduler, b.Kwok, b.StagesDir} {
+	paths := []string{b.Etcd, b.APIServer, b.ControllerManager, b.Scheduler, b.Kwok, b.StagesDir}
+	if realNode {
+		paths = append(paths, b.Kubelet, b.KubeProxy)
+	}
+	for _, path := range paths {
 		if !fileExists(path) {
 			missing = append(missing, path)
 		}

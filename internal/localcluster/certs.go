@@ -1,4 +1,4 @@
-package cluster
+package localcluster
 
 import (
 	"crypto"
@@ -34,6 +34,10 @@ func (p pki) adminCert() string         { return p.path("admin.crt") }
 func (p pki) adminKey() string          { return p.path("admin.key") }
 func (p pki) serviceAccountKey() string { return p.path("sa.key") }
 func (p pki) serviceAccountPub() string { return p.path("sa.pub") }
+func (p pki) nodeClientCert() string    { return p.path("node-client.crt") }
+func (p pki) nodeClientKey() string     { return p.path("node-client.key") }
+func (p pki) nodeServingCert() string   { return p.path("node-serving.crt") }
+func (p pki) nodeServingKey() string    { return p.path("node-serving.key") }
 
 // ensure generates every file that is missing, so a persistent control plane
 // keeps its identity (and its kubeconfig stays valid) across restarts.
@@ -80,7 +84,7 @@ func (p pki) ensure() error {
 		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
 		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		DNSNames:     []string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"},
-		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP(serviceClusterIP)},
+		IPAddresses:  []net.IP{net.ParseIP("127.0.0.1"), net.ParseIP(serviceClusterIP), net.ParseIP(BridgeIP)},
 	}
 	if err := p.issue(serving, ca, caKey, p.servingCert(), p.servingKey()); err != nil {
 		return err
@@ -158,4 +162,69 @@ func writePEM(path, blockType string, der []byte, mode os.FileMode) error {
 func fileExists(path string) bool {
 	_, err := os.Stat(path)
 	return err == nil
+}
+
+// ensureNode issues the real node's certificates when missing: a client
+// certificate the Node authorizer recognises (system:node:NAME in
+// system:nodes) and the kubelet's serving certificate for its address.
+func (p pki) ensureNode(node, ip string) error {
+	if fileExists(p.nodeClientCert()) && fileExists(p.nodeServingCert()) {
+		return nil
+	}
+	ca, caKey, err := p.loadCA()
+	if err != nil {
+		return err
+	}
+	client := &x509.Certificate{
+		SerialNumber: serial(),
+		Subject:      pkix.Name{CommonName: "system:node:" + node, Organization: []string{"system:nodes"}},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().AddDate(10, 0, 0),
+		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	if err := p.issue(client, ca, caKey, p.nodeClientCert(), p.nodeClientKey()); err != nil {
+		return err
+	}
+	serving := &x509.Certificate{
+		SerialNumber: serial(),
+		Subject:      pkix.Name{CommonName: node},
+		NotBefore:    time.Now().Add(-time.Hour),
+		NotAfter:     time.Now().AddDate(10, 0, 0),
+		KeyUsage:     x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		DNSNames:     []string{node, "localhost"},
+		IPAddresses:  []net.IP{net.ParseIP(ip), net.ParseIP("127.0.0.1")},
+	}
+	return p.issue(serving, ca, caKey, p.nodeServingCert(), p.nodeServingKey())
+}
+
+// loadCA reads the CA certificate and key ensure wrote.
+func (p pki) loadCA() (*x509.Certificate, crypto.Signer, error) {
+	certPEM, err := os.ReadFile(p.caCert())
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading CA: %w", err)
+	}
+	keyPEM, err := os.ReadFile(p.caKey())
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading CA key: %w", err)
+	}
+	certBlock, _ := pem.Decode(certPEM)
+	keyBlock, _ := pem.Decode(keyPEM)
+	if certBlock == nil || keyBlock == nil {
+		return nil, nil, fmt.Errorf("CA files in %s are not PEM", p.dir)
+	}
+	ca, err := x509.ParseCertificate(certBlock.Bytes)
+	if err != nil {
+		return nil, nil, fmt.Errorf("parsing CA: %w", err)
+	}
+	key, err := x509.ParsePKCS8PrivateKey(keyBlock.Bytes)
+	if err != nil {
+		return nil, nil, fmt.Errorf("parsing CA key: %w", err)
+	}
+	signer, ok := key.(crypto.Signer)
+	if !ok {
+		return nil, nil, fmt.Errorf("CA key in %s cannot sign", p.dir)
+	}
+	return ca, signer, nil
 }

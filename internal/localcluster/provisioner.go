@@ -1,4 +1,4 @@
-package cluster
+package localcluster
 
 import (
 	"context"
@@ -25,16 +25,21 @@ const (
 	defaultClassAnnotation = "storageclass.kubernetes.io/is-default-class"
 )
 
-// hostPathProvisioner backs each claim with a directory. Nothing mounts it
-// (kwok runs no containers); it gives claims real, bound PersistentVolumes.
-type hostPathProvisioner struct {
+// volumeProvisioner backs each claim with a directory. For kwok nodes
+// nothing mounts it: claims get real, bound hostPath PersistentVolumes. For
+// the real node it is a `local` PersistentVolume pinned to the node, which
+// the kubelet mounts and gives the pod's fsGroup (it does not for hostPath),
+// so non-root database pods can write to it.
+type volumeProvisioner struct {
 	dir string
+	// node is the real node's name; empty for kwok nodes.
+	node string
 }
 
-var _ controller.Provisioner = hostPathProvisioner{}
+var _ controller.Provisioner = volumeProvisioner{}
 
 // Provision creates a directory and a PersistentVolume for the claim.
-func (p hostPathProvisioner) Provision(_ context.Context, opts controller.ProvisionOptions) (*corev1.PersistentVolume, controller.ProvisioningState, error) {
+func (p volumeProvisioner) Provision(_ context.Context, opts controller.ProvisionOptions) (*corev1.PersistentVolume, controller.ProvisioningState, error) {
 	path := filepath.Join(p.dir, opts.PVName)
 	if err := os.MkdirAll(path, 0o700); err != nil {
 		return nil, controller.ProvisioningFinished, fmt.Errorf("creating volume directory: %w", err)
@@ -43,7 +48,7 @@ func (p hostPathProvisioner) Provision(_ context.Context, opts controller.Provis
 	if opts.StorageClass.ReclaimPolicy != nil {
 		reclaim = *opts.StorageClass.ReclaimPolicy
 	}
-	return &corev1.PersistentVolume{
+	pv := &corev1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{Name: opts.PVName},
 		Spec: corev1.PersistentVolumeSpec{
 			PersistentVolumeReclaimPolicy: reclaim,
@@ -54,23 +59,38 @@ func (p hostPathProvisioner) Provision(_ context.Context, opts controller.Provis
 				HostPath: &corev1.HostPathVolumeSource{Path: path, Type: ptr.To(corev1.HostPathDirectory)},
 			},
 		},
-	}, controller.ProvisioningFinished, nil
+	}
+	if p.node != "" {
+		pv.Spec.PersistentVolumeSource = corev1.PersistentVolumeSource{Local: &corev1.LocalVolumeSource{Path: path}}
+		pv.Spec.NodeAffinity = &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{
+			NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{
+				Key: corev1.LabelHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{p.node},
+			}}}},
+		}}
+	}
+	return pv, controller.ProvisioningFinished, nil
 }
 
 // Delete removes the volume's directory.
-func (p hostPathProvisioner) Delete(_ context.Context, pv *corev1.PersistentVolume) error {
-	if pv.Spec.HostPath == nil {
+func (p volumeProvisioner) Delete(_ context.Context, pv *corev1.PersistentVolume) error {
+	path := ""
+	switch {
+	case pv.Spec.HostPath != nil:
+		path = pv.Spec.HostPath.Path
+	case pv.Spec.Local != nil:
+		path = pv.Spec.Local.Path
+	default:
 		return nil
 	}
-	if err := os.RemoveAll(pv.Spec.HostPath.Path); err != nil {
+	if err := os.RemoveAll(path); err != nil {
 		return fmt.Errorf("removing volume directory: %w", err)
 	}
 	return nil
 }
 
 // startProvisioner runs the provisioner controller until ctx ends.
-func startProvisioner(ctx context.Context, clientset kubernetes.Interface, dir string) error {
-	pc := controller.NewProvisionController(klog.Background(), clientset, ProvisionerName, hostPathProvisioner{dir: dir},
+func startProvisioner(ctx context.Context, clientset kubernetes.Interface, provisioner volumeProvisioner) error {
+	pc := controller.NewProvisionController(klog.Background(), clientset, ProvisionerName, provisioner,
 		controller.LeaderElection(false),
 	)
 	go pc.Run(ctx)

@@ -1,8 +1,11 @@
-// Package cluster runs a real local Kubernetes control plane for tests and
-// `make run`: etcd, kube-apiserver, kube-controller-manager, kube-scheduler and
-// kwok (fake nodes whose pods become Running and Ready without a kubelet),
-// plus an in-process dynamic volume provisioner, all on 127.0.0.1.
-package cluster
+// Package localcluster runs a real local Kubernetes control plane for tests,
+// `make run` and the demos: etcd, kube-apiserver, kube-controller-manager,
+// kube-scheduler and kwok (fake nodes whose pods become Running and Ready
+// without a kubelet), plus an in-process dynamic volume provisioner, all on
+// 127.0.0.1; and, where the machine allows it, one real node (containerd,
+// runc, the CNI bridge, kubelet and kube-proxy) whose pods really run, with a
+// local image registry that serves images under their real names.
+package localcluster
 
 import (
 	"context"
@@ -38,8 +41,15 @@ type Config struct {
 	// Persistent keeps Dir (and etcd's data, with fsync on) after Stop, and
 	// reuses it on the next Start.
 	Persistent bool
-	// Nodes is the number of fake nodes, spread over three zones (default 3).
+	// Nodes is the number of fake nodes, spread over three zones (default 3
+	// without a real node, 0 with one).
 	Nodes int
+	// RealNode adds one real node whose pods run (see RealNodeAvailable).
+	// The API server then listens on the node's bridge address.
+	RealNode bool
+	// ImageCacheDir caches the images built for the real node; bin/images
+	// in the repository when empty.
+	ImageCacheDir string
 	// Progress, when set, receives a line for each step as it starts.
 	Progress func(step string)
 }
@@ -55,6 +65,8 @@ type Cluster struct {
 
 	cfg       Config
 	processes []*process
+	node      *realNode
+	apiHost   string
 	cancel    context.CancelFunc
 	stopped   bool
 }
@@ -69,11 +81,18 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 		}
 		cfg.Binaries = BinariesIn(dir)
 	}
-	if err := cfg.Binaries.check(); err != nil {
+	if err := cfg.Binaries.check(cfg.RealNode); err != nil {
 		return nil, err
 	}
-	if cfg.Nodes == 0 {
+	if cfg.Nodes == 0 && !cfg.RealNode {
 		cfg.Nodes = 3
+	}
+	if cfg.ImageCacheDir == "" {
+		root, err := RepoRoot()
+		if err != nil {
+			return nil, err
+		}
+		cfg.ImageCacheDir = filepath.Join(root, "bin", "images")
 	}
 	if cfg.Progress == nil {
 		cfg.Progress = func(string) {}
@@ -91,12 +110,19 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 			return nil, fmt.Errorf("creating %s: %w", sub, err)
 		}
 	}
-	c = &Cluster{Dir: cfg.Dir, cfg: cfg, KubeconfigPath: filepath.Join(cfg.Dir, "kubeconfig")}
+	c = &Cluster{Dir: cfg.Dir, cfg: cfg, KubeconfigPath: filepath.Join(cfg.Dir, "kubeconfig"), apiHost: "127.0.0.1"}
 	defer func() {
 		if err != nil {
 			err = errors.Join(err, fmt.Errorf("logs are in %s", c.LogDir()), c.Stop())
 		}
 	}()
+	if cfg.RealNode {
+		cfg.Progress("real node: lock, host state, bridge")
+		if c.node, err = prepareRealNode(filepath.Join(cfg.Dir, "node")); err != nil {
+			return c, err
+		}
+		c.apiHost = BridgeIP
+	}
 
 	certs := pki{dir: filepath.Join(cfg.Dir, "pki")}
 	cfg.Progress("certificates")
@@ -121,8 +147,8 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 	if err := c.startAPIServer(certs, etcdClient, apiPort); err != nil {
 		return c, err
 	}
-	c.RESTConfig = adminRESTConfig(certs, apiPort)
-	if err := writeKubeconfig(c.KubeconfigPath, certs, apiPort); err != nil {
+	c.RESTConfig = adminRESTConfig(certs, c.apiHost, apiPort)
+	if err := writeKubeconfig(c.KubeconfigPath, certs, c.apiHost, apiPort); err != nil {
 		return c, err
 	}
 	apiserver := c.processes[len(c.processes)-1]
@@ -138,9 +164,11 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 	if err := c.startScheduler(schedPort); err != nil {
 		return c, err
 	}
-	cfg.Progress("kwok")
-	if err := c.startKwok(); err != nil {
-		return c, err
+	if cfg.Nodes > 0 {
+		cfg.Progress("kwok")
+		if err := c.startKwok(); err != nil {
+			return c, err
+		}
 	}
 
 	clientset, err := kubernetes.NewForConfig(c.RESTConfig)
@@ -150,18 +178,29 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 	runCtx, cancel := context.WithCancel(context.Background())
 	c.cancel = cancel
 	cfg.Progress("volume provisioner")
-	if err := startProvisioner(runCtx, clientset, filepath.Join(cfg.Dir, "volumes")); err != nil {
+	provisioner := volumeProvisioner{dir: filepath.Join(cfg.Dir, "volumes")}
+	if c.node != nil {
+		provisioner = volumeProvisioner{dir: filepath.Join(c.node.dir, "volumes"), node: RealNodeName}
+	}
+	if err := startProvisioner(runCtx, clientset, provisioner); err != nil {
 		return c, err
 	}
 	if err := ensureStorageClass(ctx, clientset); err != nil {
 		return c, err
 	}
-	cfg.Progress(fmt.Sprintf("%d fake nodes", cfg.Nodes))
-	if err := ensureNodes(ctx, clientset, cfg.Nodes); err != nil {
-		return c, err
+	if cfg.Nodes > 0 {
+		cfg.Progress(fmt.Sprintf("%d fake nodes", cfg.Nodes))
+		if err := ensureNodes(ctx, clientset, cfg.Nodes); err != nil {
+			return c, err
+		}
 	}
 	if err := c.waitReady(ctx, clientset, kcmPort, schedPort); err != nil {
 		return c, err
+	}
+	if c.node != nil {
+		if err := c.startRealNode(ctx, certs, apiPort); err != nil {
+			return c, err
+		}
 	}
 	return c, nil
 }
@@ -172,10 +211,21 @@ func (c *Cluster) LogDir() string { return filepath.Join(c.Dir, "logs") }
 // PIDs returns the process ids of every process the cluster started.
 func (c *Cluster) PIDs() []int {
 	pids := make([]int, 0, len(c.processes))
-	for _, p := range c.processes {
+	for _, p := range c.allProcesses() {
 		pids = append(pids, p.pid())
 	}
 	return pids
+}
+
+// HasRealNode reports whether the cluster runs a real node.
+func (c *Cluster) HasRealNode() bool { return c.node != nil }
+
+func (c *Cluster) allProcesses() []*process {
+	all := append([]*process{}, c.processes...)
+	if c.node != nil {
+		all = append(all, c.node.procs...)
+	}
+	return all
 }
 
 // Stop stops every process in reverse start order, then removes the state
@@ -200,6 +250,13 @@ func (c *Cluster) stop(keep bool) error {
 		c.cancel()
 	}
 	var errs []error
+	if c.node != nil {
+		// The node first: the kubelet needs no API server to stop, and the
+		// API server must outlive nothing that writes to it.
+		if err := c.node.stop(); err != nil {
+			errs = append(errs, fmt.Errorf("stopping the real node: %w", err))
+		}
+	}
 	for i := len(c.processes) - 1; i >= 0; i-- {
 		if err := c.processes[i].stop(stopGrace); err != nil {
 			errs = append(errs, fmt.Errorf("stopping %s: %w", c.processes[i].name, err))
@@ -221,7 +278,7 @@ func (c *Cluster) stop(keep bool) error {
 // runs; tests call it in teardown.
 func (c *Cluster) CheckStopped() error {
 	var errs []error
-	for _, p := range c.processes {
+	for _, p := range c.allProcesses() {
 		if err := groupGone(p.pid()); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", p.name, err))
 		}
@@ -261,9 +318,15 @@ func (c *Cluster) startEtcd(clientPort, peerPort int) error {
 func (c *Cluster) startAPIServer(certs pki, etcdPort, port int) error {
 	return c.start("kube-apiserver", c.cfg.Binaries.APIServer,
 		"--etcd-servers="+fmt.Sprintf("http://127.0.0.1:%d", etcdPort),
-		"--bind-address=127.0.0.1",
-		"--advertise-address=127.0.0.1",
+		// With a real node, the API server listens on the node's bridge and
+		// advertises it: pods reach it through the kubernetes Service, whose
+		// endpoint may not be a loopback address.
+		"--bind-address="+c.apiHost,
+		"--advertise-address="+c.apiHost,
 		"--secure-port="+strconv.Itoa(port),
+		"--kubelet-client-certificate="+certs.adminCert(),
+		"--kubelet-client-key="+certs.adminKey(),
+		"--kubelet-preferred-address-types=InternalIP,Hostname",
 		"--cert-dir="+filepath.Join(c.Dir, "apiserver-certs"),
 		"--tls-cert-file="+certs.servingCert(),
 		"--tls-private-key-file="+certs.servingKey(),

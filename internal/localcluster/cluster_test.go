@@ -1,4 +1,4 @@
-package cluster_test
+package localcluster_test
 
 import (
 	"context"
@@ -16,16 +16,16 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
-	"github.com/dbpilot/dbpilot/tests/cluster"
+	"github.com/dbpilot/dbpilot/internal/localcluster"
 )
 
 // startCluster starts a control plane for one test and stops it in cleanup,
 // keeping its logs when the test failed and checking no process is left.
-func startCluster(t testing.TB) (*cluster.Cluster, kubernetes.Interface) {
+func startCluster(t testing.TB) (*localcluster.Cluster, kubernetes.Interface) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	c, err := cluster.Start(ctx, cluster.Config{})
+	c, err := localcluster.Start(ctx, localcluster.Config{})
 	if err != nil {
 		t.Fatalf("starting control plane: %v", err)
 	}
@@ -107,7 +107,7 @@ func TestStatefulSetBecomesReadyWithBoundVolumes(t *testing.T) {
 		claim, err := clientset.CoreV1().PersistentVolumeClaims("harness").Get(ctx, fmt.Sprintf("data-web-%d", i), metav1.GetOptions{})
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(claim.Status.Phase).To(Equal(corev1.ClaimBound), "claim %s", claim.Name)
-		g.Expect(claim.Spec.StorageClassName).To(Equal(ptr.To(cluster.StorageClassName)))
+		g.Expect(claim.Spec.StorageClassName).To(Equal(ptr.To(localcluster.StorageClassName)))
 		pod, err := clientset.CoreV1().Pods("harness").Get(ctx, fmt.Sprintf("web-%d", i), metav1.GetOptions{})
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(pod.Spec.NodeName).To(HavePrefix("kwok-node-"), "pod %s is scheduled", pod.Name)
@@ -139,7 +139,7 @@ func TestStatefulSetBecomesReadyWithBoundVolumes(t *testing.T) {
 func TestStopLeavesNoProcess(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	c, err := cluster.Start(ctx, cluster.Config{Nodes: 1})
+	c, err := localcluster.Start(ctx, localcluster.Config{Nodes: 1})
 	if err != nil {
 		t.Fatalf("starting control plane: %v", err)
 	}

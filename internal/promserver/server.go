@@ -16,7 +16,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/dbpilot/dbpilot/tests/cluster"
+	"github.com/dbpilot/dbpilot/internal/localcluster"
 )
 
 // Binaries are the paths of prometheus and promtool.
@@ -85,7 +85,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if err := os.WriteFile(configPath, []byte(config), 0o644); err != nil {
 		return fail(err)
 	}
-	port, err := cluster.FreePort()
+	port, err := localcluster.FreePort()
 	if err != nil {
 		return fail(err)
 	}
