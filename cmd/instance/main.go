@@ -1,0 +1,102 @@
+// Command instance is dbpilot's instance program, the entrypoint of every
+// database container: `instance copy DEST` (the init container copies it
+// from the operator's image into a shared volume) and `instance run ...`
+// (bootstrap, credentials and supervision of the engine; see package
+// instance).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/dbpilot/dbpilot/instance"
+	"github.com/dbpilot/dbpilot/instance/layout"
+	"github.com/dbpilot/dbpilot/instance/mysql"
+	"github.com/dbpilot/dbpilot/instance/postgres"
+)
+
+func main() {
+	log := slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	if len(os.Args) < 2 {
+		fmt.Fprintf(os.Stderr, "usage: %s %s DEST | %s [flags]\n", os.Args[0], layout.CommandCopy, layout.CommandRun)
+		os.Exit(2)
+	}
+	var err error
+	switch os.Args[1] {
+	case layout.CommandCopy:
+		err = copySelf(os.Args[2:])
+	case layout.CommandRun:
+		err = run(os.Args[2:], log)
+	default:
+		err = fmt.Errorf("unknown command %q", os.Args[1])
+	}
+	if err != nil {
+		log.Error("instance program failed", "command", os.Args[1], "error", err.Error())
+		os.Exit(1)
+	}
+}
+
+// copySelf copies this program to DEST, executable.
+func copySelf(args []string) error {
+	if len(args) != 1 {
+		return errors.New("copy takes one argument, the destination")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	src, err := os.Open(self)
+	if err != nil {
+		return err
+	}
+	defer src.Close()
+	dst, err := os.OpenFile(args[0], os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o755)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(dst, src); err != nil {
+		dst.Close()
+		return err
+	}
+	return dst.Close()
+}
+
+func run(args []string, log *slog.Logger) error {
+	flags := flag.NewFlagSet(layout.CommandRun, flag.ContinueOnError)
+	engineName := flags.String("engine", "", "postgres, mariadb or mysql")
+	dataDir := flags.String("data-dir", "", "the engine's data directory (PGDATA, datadir)")
+	configFile := flags.String("config-file", "", "PostgreSQL: the postgresql.conf to run with")
+	socket := flags.String("socket", "", "PostgreSQL: the socket directory; MariaDB/MySQL: the socket file")
+	port := flags.Int("port", 0, "PostgreSQL: the port (names the socket file)")
+	defaultsFile := flags.String("defaults-file", "", "MariaDB/MySQL: a configuration file replacing the default ones")
+	credentialsDir := flags.String("credentials-dir", layout.CredentialsDir, "the credentials Secret's files")
+	if err := flags.Parse(args); err != nil {
+		return err
+	}
+	var engine instance.Engine
+	switch *engineName {
+	case "postgres":
+		engine = &postgres.Engine{DataDir: *dataDir, ConfigFile: *configFile, SocketDir: *socket, Port: *port, ExtraArgs: flags.Args()}
+	case string(mysql.MariaDB), string(mysql.MySQL):
+		engine = &mysql.Engine{Flavor: mysql.Flavor(*engineName), DataDir: *dataDir, Socket: *socket, DefaultsFile: *defaultsFile, ExtraArgs: flags.Args()}
+	default:
+		return fmt.Errorf("--engine: %q is not postgres, mariadb or mysql", *engineName)
+	}
+	if *dataDir == "" || *socket == "" {
+		return errors.New("--data-dir and --socket are required")
+	}
+	creds, err := instance.ReadCredentials(*credentialsDir)
+	if err != nil {
+		return err
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	return instance.Run(ctx, engine, creds, log.With("engine", *engineName))
+}

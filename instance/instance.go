@@ -1,0 +1,167 @@
+// Package instance is the program that runs in every database pod, the only
+// code that drives the engine: it bootstraps an empty data directory, keeps
+// the engine's users equal to the credentials Secret, runs the engine as its
+// child and shuts it down cleanly. The engine families live in subpackages.
+package instance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/dbpilot/dbpilot/instance/layout"
+)
+
+// Credentials are the values of the Database's credentials Secret.
+type Credentials struct {
+	// Username owns the application database, which has the same name.
+	Username string
+	// Password is the application user's password.
+	Password string
+	// SuperuserPassword is the password of the engine's superuser, which
+	// dbpilot keeps for itself.
+	SuperuserPassword string
+}
+
+// ReadCredentials reads the Secret's files from dir.
+func ReadCredentials(dir string) (Credentials, error) {
+	read := func(key string) (string, error) {
+		data, err := os.ReadFile(filepath.Join(dir, key))
+		if err != nil {
+			return "", fmt.Errorf("reading credential %q: %w", key, err)
+		}
+		value := strings.TrimRight(string(data), "\n")
+		if value == "" {
+			return "", fmt.Errorf("credential %q is empty", key)
+		}
+		return value, nil
+	}
+	var c Credentials
+	var err error
+	if c.Username, err = read(layout.KeyUsername); err != nil {
+		return c, err
+	}
+	if c.Password, err = read(layout.KeyPassword); err != nil {
+		return c, err
+	}
+	if c.SuperuserPassword, err = read(layout.KeySuperuserPassword); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+// Engine is what the supervisor needs from an engine family.
+type Engine interface {
+	// Initialized reports whether the data directory holds a database.
+	Initialized() (bool, error)
+	// Bootstrap creates a new database in an empty data directory.
+	Bootstrap(ctx context.Context, creds Credentials) error
+	// ServerCommand is the engine's server process.
+	ServerCommand() *exec.Cmd
+	// WaitAccepting returns once the server accepts local connections.
+	WaitAccepting(ctx context.Context) error
+	// EnsureUsers makes the superuser and the application user (and its
+	// database) exist with the credentials' passwords.
+	EnsureUsers(ctx context.Context, creds Credentials) error
+	// StopSignal makes the server shut down cleanly (PostgreSQL: a fast
+	// shutdown with a checkpoint).
+	StopSignal() os.Signal
+}
+
+// startupTimeout bounds how long the server may take to accept connections
+// after it starts (crash recovery included).
+const startupTimeout = 10 * time.Minute
+
+// Run bootstraps the engine if its data directory is empty, starts it,
+// applies the credentials and supervises it until ctx ends (the pod is
+// stopping: the engine is shut down cleanly) or the engine exits (an error,
+// so the container exits and the kubelet restarts it).
+func Run(ctx context.Context, engine Engine, creds Credentials, log *slog.Logger) error {
+	initialized, err := engine.Initialized()
+	if err != nil {
+		return err
+	}
+	if !initialized {
+		log.Info("bootstrapping a new database")
+		if err := engine.Bootstrap(ctx, creds); err != nil {
+			return fmt.Errorf("bootstrap: %w", err)
+		}
+	}
+	server := engine.ServerCommand()
+	server.Stdout, server.Stderr = os.Stdout, os.Stderr
+	// The server gets its own process group, so a terminal's Ctrl-C meant for
+	// this program does not reach it before the clean shutdown does.
+	server.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := server.Start(); err != nil {
+		return fmt.Errorf("starting %s: %w", server.Path, err)
+	}
+	log.Info("engine started", "pid", server.Process.Pid)
+	exited := make(chan error, 1)
+	go func() { exited <- server.Wait() }()
+
+	stop := func(reason string) error {
+		log.Info("stopping the engine", "reason", reason)
+		_ = server.Process.Signal(engine.StopSignal())
+		err := <-exited
+		log.Info("engine stopped", "result", exitDescription(err))
+		return err
+	}
+
+	readyCtx, cancel := context.WithTimeout(ctx, startupTimeout)
+	ready := make(chan error, 1)
+	go func() { ready <- engine.WaitAccepting(readyCtx) }()
+	select {
+	case err := <-exited:
+		cancel()
+		return fmt.Errorf("engine exited during startup: %s", exitDescription(err))
+	case err := <-ready:
+		cancel()
+		if err != nil {
+			return errors.Join(fmt.Errorf("engine never accepted connections: %w", err), stop("startup failed"))
+		}
+	}
+	if err := engine.EnsureUsers(ctx, creds); err != nil {
+		return errors.Join(fmt.Errorf("applying credentials: %w", err), stop("credentials failed"))
+	}
+	log.Info("engine ready, credentials applied")
+
+	select {
+	case err := <-exited:
+		return fmt.Errorf("engine exited: %s", exitDescription(err))
+	case <-ctx.Done():
+		if err := stop("shutdown requested"); err != nil {
+			return fmt.Errorf("engine shutdown: %s", exitDescription(err))
+		}
+		return nil
+	}
+}
+
+func exitDescription(err error) string {
+	if err == nil {
+		return "exit status 0"
+	}
+	return err.Error()
+}
+
+// WaitFor calls try every 100 ms until it succeeds or ctx ends, returning
+// the last error.
+func WaitFor(ctx context.Context, try func(context.Context) error) error {
+	for {
+		err := try(ctx)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (last error: %v)", ctx.Err(), err)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,32 @@
+// Package layout is the contract between the operator's pod template and the
+// instance program: where things are in a database pod and what they are
+// called. Both sides import it, so they cannot drift apart.
+package layout
+
+// Keys of the credentials Secret, which is mounted as files of these names.
+const (
+	KeyUsername          = "username"
+	KeyPassword          = "password"
+	KeySuperuserPassword = "superuser-password"
+)
+
+// Paths in a database pod.
+const (
+	// BinDir is an emptyDir the init container copies the instance program
+	// into, from the operator's image; the engine image needs only the
+	// engine's own binaries.
+	BinDir = "/dbpilot/bin"
+	// InstanceBinary is the database container's entrypoint.
+	InstanceBinary = BinDir + "/instance"
+	// CredentialsDir holds the credentials Secret as files.
+	CredentialsDir = "/etc/dbpilot/credentials"
+)
+
+// Subcommands of the instance program.
+const (
+	// CommandCopy copies the program itself to a path (the init container).
+	CommandCopy = "copy"
+	// CommandRun bootstraps the engine when its data directory is empty,
+	// keeps its users' passwords equal to the credentials and supervises it.
+	CommandRun = "run"
+)

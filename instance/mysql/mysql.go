@@ -1,0 +1,224 @@
+// Package mysql drives MariaDB and MySQL for the instance program: the first
+// start of an empty data directory, the server process, and the users kept
+// equal to the credentials Secret. MariaDB runs for real in the tests;
+// MySQL's commands are unit-tested only (there is no MySQL server package
+// to run them against here).
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"syscall"
+
+	driver "github.com/go-sql-driver/mysql"
+
+	"github.com/dbpilot/dbpilot/instance"
+)
+
+// Flavor is MariaDB or MySQL.
+type Flavor string
+
+// The flavors.
+const (
+	MariaDB Flavor = "mariadb"
+	MySQL   Flavor = "mysql"
+)
+
+// Engine is one MariaDB or MySQL server.
+type Engine struct {
+	Flavor Flavor
+	// DataDir is the server's datadir.
+	DataDir string
+	// Socket is the server's Unix socket.
+	Socket string
+	// DefaultsFile, when set, replaces the configuration files the server
+	// would read (tests use it); in a pod the image's my.cnf includes the
+	// generated conf.d file.
+	DefaultsFile string
+	// ExtraArgs are more server arguments.
+	ExtraArgs []string
+}
+
+var _ instance.Engine = (*Engine)(nil)
+
+// Initialized reports whether the datadir holds the system tables.
+func (e *Engine) Initialized() (bool, error) {
+	_, err := os.Stat(filepath.Join(e.DataDir, "mysql"))
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+func (e *Engine) defaultsArgs() []string {
+	if e.DefaultsFile == "" {
+		return nil
+	}
+	// --defaults-file must come first.
+	return []string{"--defaults-file=" + e.DefaultsFile}
+}
+
+// BootstrapCommand creates the system tables. MariaDB's root and the OS user
+// running the program authenticate over the Unix socket by who they are
+// (unix_socket), so the program never needs a password to manage users and
+// a rotated Secret can always be applied; MySQL's root starts without a
+// password and gets the superuser password on the first start.
+func (e *Engine) BootstrapCommand(osUser string) (string, []string) {
+	args := e.defaultsArgs()
+	if e.Flavor == MySQL {
+		return "mysqld", append(args, "--initialize-insecure", "--datadir="+e.DataDir)
+	}
+	return "mariadb-install-db", append(args,
+		"--datadir="+e.DataDir,
+		"--auth-root-authentication-method=socket",
+		"--auth-root-socket-user="+osUser,
+		"--skip-test-db",
+		"--skip-name-resolve",
+	)
+}
+
+// Bootstrap creates the system tables in an empty datadir.
+func (e *Engine) Bootstrap(ctx context.Context, _ instance.Credentials) error {
+	osUser, err := currentUser()
+	if err != nil {
+		return err
+	}
+	name, args := e.BootstrapCommand(osUser)
+	if out, err := exec.CommandContext(ctx, name, args...).CombinedOutput(); err != nil {
+		return fmt.Errorf("%s: %v: %s", name, err, out)
+	}
+	return nil
+}
+
+// ServerCommand is the server with its datadir and socket.
+func (e *Engine) ServerCommand() *exec.Cmd {
+	name := "mariadbd"
+	if e.Flavor == MySQL {
+		name = "mysqld"
+	}
+	args := append(e.defaultsArgs(), "--datadir="+e.DataDir)
+	if e.Socket != "" {
+		args = append(args, "--socket="+e.Socket)
+	}
+	return exec.Command(name, append(args, e.ExtraArgs...)...)
+}
+
+// StopSignal is SIGTERM, the server's clean shutdown.
+func (e *Engine) StopSignal() os.Signal { return syscall.SIGTERM }
+
+// connect opens a pool of one over the socket: MariaDB as the OS user
+// (unix_socket), MySQL as root with the superuser password, or none before
+// the first start has set it.
+func (e *Engine) connect(ctx context.Context, creds instance.Credentials) (*sql.DB, error) {
+	cfg := driver.NewConfig()
+	cfg.Net = "unix"
+	cfg.Addr = e.Socket
+	if e.Flavor == MySQL {
+		cfg.User = "root"
+		for _, password := range []string{creds.SuperuserPassword, ""} {
+			cfg.Passwd = password
+			db, err := open(ctx, cfg)
+			if err == nil {
+				return db, nil
+			}
+		}
+		return nil, errors.New("root accepts neither the superuser password nor an empty one")
+	}
+	osUser, err := currentUser()
+	if err != nil {
+		return nil, err
+	}
+	cfg.User = osUser
+	return open(ctx, cfg)
+}
+
+func open(ctx context.Context, cfg *driver.Config) (*sql.DB, error) {
+	connector, err := driver.NewConnector(cfg)
+	if err != nil {
+		return nil, err
+	}
+	db := sql.OpenDB(connector)
+	db.SetMaxOpenConns(1)
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// WaitAccepting waits until a session over the socket opens.
+func (e *Engine) WaitAccepting(ctx context.Context) error {
+	return instance.WaitFor(ctx, func(ctx context.Context) error {
+		db, err := e.connect(ctx, instance.Credentials{})
+		if err != nil && e.Flavor == MySQL {
+			// Before the superuser password is known here, a refused
+			// login still proves the server accepts connections.
+			var mysqlErr *driver.MySQLError
+			if errors.As(err, &mysqlErr) {
+				return nil
+			}
+		}
+		if err != nil {
+			return err
+		}
+		return db.Close()
+	})
+}
+
+// EnsureUsers applies the credentials.
+func (e *Engine) EnsureUsers(ctx context.Context, creds instance.Credentials) error {
+	db, err := e.connect(ctx, creds)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	for _, stmt := range UserStatements(e.Flavor, creds) {
+		if _, err := db.ExecContext(ctx, stmt.SQL); err != nil {
+			return fmt.Errorf("%s: %w", stmt.What, err)
+		}
+	}
+	return nil
+}
+
+// Statement is one SQL statement and what it does, for error messages that
+// never repeat the statement (it may carry a password or its hash).
+type Statement struct{ What, SQL string }
+
+// UserStatements bring the users to the wanted state: root with the
+// superuser password (besides socket authentication on MariaDB), and the
+// application user with every privilege on its own database and none
+// elsewhere.
+func UserStatements(flavor Flavor, creds instance.Credentials) []Statement {
+	app := quoteString(creds.Username) + "@'%'"
+	database := quoteIdentifier(creds.Username)
+	var superuser, appAuth string
+	if flavor == MySQL {
+		superuser = "ALTER USER 'root'@'localhost' IDENTIFIED BY " + quoteString(creds.SuperuserPassword)
+		appAuth = "IDENTIFIED BY " + quoteString(creds.Password)
+	} else {
+		superuser = "ALTER USER 'root'@'localhost' IDENTIFIED VIA unix_socket OR mysql_native_password USING " +
+			quoteString(nativePasswordHash(creds.SuperuserPassword))
+		appAuth = "IDENTIFIED BY PASSWORD " + quoteString(nativePasswordHash(creds.Password))
+	}
+	return []Statement{
+		{"setting the superuser's password", superuser},
+		{"creating the application user", "CREATE USER IF NOT EXISTS " + app + " " + appAuth},
+		{"setting the application user's password", "ALTER USER " + app + " " + appAuth},
+		{"creating the application database", "CREATE DATABASE IF NOT EXISTS " + database},
+		{"granting the application database", "GRANT ALL PRIVILEGES ON " + database + ".* TO " + app},
+	}
+}
+
+func currentUser() (string, error) {
+	u, err := user.Current()
+	if err != nil {
+		return "", fmt.Errorf("looking up the OS user (the image's /etc/passwd must name uid %d): %w", os.Getuid(), err)
+	}
+	return u.Username, nil
+}

@@ -1,0 +1,215 @@
+// Package postgres drives PostgreSQL for the instance program: initdb, the
+// server process, and the users kept equal to the credentials Secret.
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/dbpilot/dbpilot/instance"
+)
+
+// Superuser is the superuser dbpilot keeps for itself.
+const Superuser = "postgres"
+
+// Engine is one PostgreSQL instance.
+type Engine struct {
+	// DataDir is PGDATA.
+	DataDir string
+	// ConfigFile is the postgresql.conf the server runs with; empty runs
+	// with the one in DataDir.
+	ConfigFile string
+	// SocketDir is where the server's Unix socket is (its
+	// unix_socket_directories); the program connects there as the
+	// superuser with peer authentication, so it needs no password.
+	SocketDir string
+	// Port is the server's port, which names its socket file.
+	Port int
+	// ExtraArgs are more server arguments (tests use them).
+	ExtraArgs []string
+}
+
+var _ instance.Engine = (*Engine)(nil)
+
+// Initialized reports whether PGDATA holds a cluster.
+func (e *Engine) Initialized() (bool, error) {
+	_, err := os.Stat(filepath.Join(e.DataDir, "PG_VERSION"))
+	if errors.Is(err, os.ErrNotExist) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+// Bootstrap runs initdb. The superuser gets its password at once; local
+// connections use peer authentication (the program runs as the server's OS
+// user), network connections SCRAM from any address.
+func (e *Engine) Bootstrap(ctx context.Context, creds instance.Credentials) error {
+	pwfile, err := os.CreateTemp("", "pwfile-")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(pwfile.Name())
+	if _, err := pwfile.WriteString(creds.SuperuserPassword + "\n"); err != nil {
+		pwfile.Close()
+		return err
+	}
+	pwfile.Close()
+	cmd := exec.CommandContext(ctx, "initdb", InitdbArgs(e.DataDir, pwfile.Name())...)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("initdb: %v: %s", err, out)
+	}
+	hba, err := os.OpenFile(filepath.Join(e.DataDir, "pg_hba.conf"), os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		return err
+	}
+	defer hba.Close()
+	_, err = hba.WriteString(networkHBA)
+	return err
+}
+
+// InitdbArgs are initdb's arguments for a new cluster.
+func InitdbArgs(dataDir, pwfile string) []string {
+	return []string{
+		"--pgdata=" + dataDir,
+		"--username=" + Superuser,
+		"--pwfile=" + pwfile,
+		"--auth-local=peer",
+		"--auth-host=scram-sha-256",
+		"--encoding=UTF8",
+		"--locale=C",
+		"--data-checksums",
+	}
+}
+
+// networkHBA lets every user in with SCRAM from any address: the Services
+// are the boundary, and passwords are never sent in clear.
+const networkHBA = "# dbpilot: clients reach the database through its Services.\n" +
+	"host all all 0.0.0.0/0 scram-sha-256\n" +
+	"host all all ::/0 scram-sha-256\n"
+
+// ServerCommand is postgres with the generated configuration.
+func (e *Engine) ServerCommand() *exec.Cmd {
+	args := []string{"-D", e.DataDir}
+	if e.ConfigFile != "" {
+		args = append(args, "-c", "config_file="+e.ConfigFile)
+	}
+	args = append(args, e.ExtraArgs...)
+	return exec.Command("postgres", args...)
+}
+
+// StopSignal is SIGINT: a fast shutdown, which disconnects clients and
+// writes a checkpoint.
+func (e *Engine) StopSignal() os.Signal { return syscall.SIGINT }
+
+// connect opens a session as the superuser over the Unix socket.
+func (e *Engine) connect(ctx context.Context) (*pgx.Conn, error) {
+	cfg, err := pgx.ParseConfig("")
+	if err != nil {
+		return nil, err
+	}
+	cfg.Host = e.SocketDir
+	cfg.Port = uint16(e.port())
+	cfg.User = Superuser
+	cfg.Database = "postgres"
+	return pgx.ConnectConfig(ctx, cfg)
+}
+
+func (e *Engine) port() int {
+	if e.Port == 0 {
+		return 5432
+	}
+	return e.Port
+}
+
+// WaitAccepting waits until a superuser session opens and the server has
+// left recovery of its startup.
+func (e *Engine) WaitAccepting(ctx context.Context) error {
+	return instance.WaitFor(ctx, func(ctx context.Context) error {
+		conn, err := e.connect(ctx)
+		if err != nil {
+			return err
+		}
+		defer conn.Close(ctx)
+		return conn.Ping(ctx)
+	})
+}
+
+// EnsureUsers sets the superuser's password and makes the application user
+// (login, no other privilege) own a database of its name.
+func (e *Engine) EnsureUsers(ctx context.Context, creds instance.Credentials) error {
+	conn, err := e.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	statements, err := userStatements(ctx, conn, creds)
+	if err != nil {
+		return err
+	}
+	for _, stmt := range statements {
+		if _, err := conn.Exec(ctx, stmt.SQL); err != nil {
+			// The statement carries a verifier, never a password, but it
+			// is still not repeated: its description says what failed.
+			return fmt.Errorf("%s: %w", stmt.What, err)
+		}
+	}
+	return nil
+}
+
+// Statement is one SQL statement and what it does, for error messages that
+// never repeat the statement (it may carry a password verifier).
+type Statement struct{ What, SQL string }
+
+func userStatements(ctx context.Context, conn *pgx.Conn, creds instance.Credentials) ([]Statement, error) {
+	superVerifier, err := scramVerifier(creds.SuperuserPassword)
+	if err != nil {
+		return nil, err
+	}
+	appVerifier, err := scramVerifier(creds.Password)
+	if err != nil {
+		return nil, err
+	}
+	var roleExists, dbExists bool
+	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $1)", creds.Username).Scan(&roleExists); err != nil {
+		return nil, err
+	}
+	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", creds.Username).Scan(&dbExists); err != nil {
+		return nil, err
+	}
+	return UserStatements(creds.Username, superVerifier, appVerifier, roleExists, dbExists), nil
+}
+
+// UserStatements are the statements that bring the users to the wanted
+// state, given which already exist. The application user can log in and
+// owns its database, and nothing more: it is not a superuser and cannot
+// create roles or databases.
+func UserStatements(username, superVerifier, appVerifier string, roleExists, dbExists bool) []Statement {
+	user := pgx.Identifier{username}.Sanitize()
+	attributes := "LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS PASSWORD " + literal(appVerifier)
+	stmts := []Statement{{"setting the superuser's password", "ALTER ROLE " + Superuser + " WITH PASSWORD " + literal(superVerifier)}}
+	if roleExists {
+		stmts = append(stmts, Statement{"updating the application user", "ALTER ROLE " + user + " WITH " + attributes})
+	} else {
+		stmts = append(stmts, Statement{"creating the application user", "CREATE ROLE " + user + " WITH " + attributes})
+	}
+	if !dbExists {
+		stmts = append(stmts, Statement{"creating the application database", "CREATE DATABASE " + user + " OWNER " + user})
+	}
+	stmts = append(stmts, Statement{"revoking public access to the application database", "REVOKE ALL ON DATABASE " + user + " FROM PUBLIC"})
+	return stmts
+}
+
+// literal quotes a string as an SQL literal (standard_conforming_strings is
+// on by default since PostgreSQL 9.1).
+func literal(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
+}
+
