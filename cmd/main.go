@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	"github.com/dbpilot/dbpilot/controllers"
+	"github.com/dbpilot/dbpilot/internal/imagecatalog"
 	"github.com/dbpilot/dbpilot/internal/options"
 )
 
@@ -35,10 +36,16 @@ func main() {
 		setupLog.Error(err, "Unable to create manager")
 		os.Exit(1)
 	}
+	images, err := imagecatalog.FromProcess()
+	if err != nil {
+		setupLog.Error(err, "Invalid image catalog")
+		os.Exit(2)
+	}
 	if err := (&controllers.DatabaseReconciler{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
 		Recorder:  mgr.GetEventRecorder(controllers.FieldOwner),
+		Images:    images,
 	}).SetupWithManager(mgr, opts.MaxConcurrentReconciles); err != nil {
 		setupLog.Error(err, "Unable to set up controller", "controller", "Database")
 		os.Exit(1)

@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
+	"github.com/dbpilot/dbpilot/internal/imagecatalog"
 )
 
 // FieldOwner is the field manager of everything the Database reconciler
@@ -46,6 +47,16 @@ type DatabaseReconciler struct {
 	Recorder events.EventRecorder
 	// Clock tells the time for condition transitions; the real clock when nil.
 	Clock clock.PassiveClock
+	// Images is the image catalog (operand images and the operator's own,
+	// which carries the instance program); the upstream defaults when zero.
+	Images imagecatalog.Catalog
+}
+
+func (r *DatabaseReconciler) images() imagecatalog.Catalog {
+	if r.Images.Instance == "" {
+		return imagecatalog.Default()
+	}
+	return r.Images
 }
 
 // +kubebuilder:rbac:groups=dbpilot.io,resources=databases,verbs=get;list;watch;update;patch

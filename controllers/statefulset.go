@@ -27,7 +27,7 @@ func (r *DatabaseReconciler) reconcileStatefulSet(ctx context.Context, s *scope)
 		return ctrl.Result{}, err
 	}
 	var live *appsv1.StatefulSet
-	opts := desired.StatefulSetOptions{}
+	opts := desired.StatefulSetOptions{Images: r.images()}
 	if extract != nil {
 		live = existing
 		opts.ClaimSize = claimTemplateSize(existing)
@@ -35,7 +35,7 @@ func (r *DatabaseReconciler) reconcileStatefulSet(ctx context.Context, s *scope)
 	if err := r.observe(ctx, s); err != nil {
 		return ctrl.Result{}, err
 	}
-	hash := desired.TemplateHash(desired.PodTemplate(db))
+	hash := desired.TemplateHash(desired.PodTemplate(db, opts.Images))
 	stuck := len(stuckPods(s.pods, r.clock().Now())) > 0
 	opts.Replicas = rolloutReplicas(live, hash, db.EffectiveReplicas(), stuck)
 	opts.Partition = rolloutPartition(live, hash, opts.Replicas)

@@ -82,12 +82,6 @@ func (d *Database) EngineVersion() string {
 	return profile.DefaultVersion
 }
 
-// Image is the container image of the engine at EngineVersion.
-func (d *Database) Image() string {
-	profile, _ := d.Spec.Engine.Profile()
-	return fmt.Sprintf("%s:%s", profile.Image, d.EngineVersion())
-}
-
 // SpecReplicas is spec.replicas, 1 when unset.
 func (d *Database) SpecReplicas() int32 {
 	if d.Spec.Replicas == nil {

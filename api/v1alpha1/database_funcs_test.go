@@ -81,10 +81,10 @@ func TestTierTableGrowsWithEachStep(t *testing.T) {
 }
 
 func TestEngineDefaults(t *testing.T) {
-	for engine, want := range map[Engine]string{EnginePostgres: "docker.io/library/postgres:16", EngineMySQL: "docker.io/library/mysql:8.4", EngineMariaDB: "docker.io/library/mariadb:11.4"} {
+	for engine, want := range map[Engine]string{EnginePostgres: "16", EngineMySQL: "8.4", EngineMariaDB: "11.4"} {
 		db := &Database{Spec: DatabaseSpec{Engine: engine}}
-		if got := db.Image(); got != want {
-			t.Errorf("%s: image %s, want %s", engine, got, want)
+		if got := db.EngineVersion(); got != want {
+			t.Errorf("%s: default version %s, want %s", engine, got, want)
 		}
 	}
 }

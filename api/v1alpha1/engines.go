@@ -4,8 +4,6 @@ package v1alpha1
 type EngineProfile struct {
 	// DefaultVersion is used when spec.version is unset.
 	DefaultVersion string
-	// Image is the image repository; the tag is the version.
-	Image string
 	// Port is the engine's client port.
 	Port int32
 	// DataDir is where the volume is mounted.
@@ -17,9 +15,9 @@ type EngineProfile struct {
 }
 
 var engineProfiles = map[Engine]EngineProfile{
-	EnginePostgres: {DefaultVersion: "16", Image: "docker.io/library/postgres", Port: 5432, DataDir: "/var/lib/postgresql/data", ConfigDir: "/etc/dbpilot", UserID: 999},
-	EngineMySQL:    {DefaultVersion: "8.4", Image: "docker.io/library/mysql", Port: 3306, DataDir: "/var/lib/mysql", ConfigDir: "/etc/mysql/conf.d", UserID: 999},
-	EngineMariaDB:  {DefaultVersion: "11.4", Image: "docker.io/library/mariadb", Port: 3306, DataDir: "/var/lib/mysql", ConfigDir: "/etc/mysql/conf.d", UserID: 999},
+	EnginePostgres: {DefaultVersion: "16", Port: 5432, DataDir: "/var/lib/postgresql/data", ConfigDir: "/etc/dbpilot", UserID: 999},
+	EngineMySQL:    {DefaultVersion: "8.4", Port: 3306, DataDir: "/var/lib/mysql", ConfigDir: "/etc/mysql/conf.d", UserID: 999},
+	EngineMariaDB:  {DefaultVersion: "11.4", Port: 3306, DataDir: "/var/lib/mysql", ConfigDir: "/etc/mysql/conf.d", UserID: 999},
 }
 
 // Profile returns what dbpilot needs to run the engine, and false for an

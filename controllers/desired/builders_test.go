@@ -9,6 +9,7 @@ import (
 
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
 	"github.com/dbpilot/dbpilot/controllers/desired"
+	"github.com/dbpilot/dbpilot/internal/imagecatalog"
 )
 
 func database(engine dbpilotv1alpha1.Engine, tier dbpilotv1alpha1.Tier, replicas int32) *dbpilotv1alpha1.Database {
@@ -55,12 +56,12 @@ func TestConfigChecksumChangesOnlyWithConfig(t *testing.T) {
 }
 
 func TestTemplateHashIgnoresReplicas(t *testing.T) {
-	one := desired.TemplateHash(desired.PodTemplate(database(dbpilotv1alpha1.EngineMySQL, dbpilotv1alpha1.TierSmall, 1)))
-	five := desired.TemplateHash(desired.PodTemplate(database(dbpilotv1alpha1.EngineMySQL, dbpilotv1alpha1.TierSmall, 5)))
+	one := desired.TemplateHash(desired.PodTemplate(database(dbpilotv1alpha1.EngineMySQL, dbpilotv1alpha1.TierSmall, 1), imagecatalog.Default()))
+	five := desired.TemplateHash(desired.PodTemplate(database(dbpilotv1alpha1.EngineMySQL, dbpilotv1alpha1.TierSmall, 5), imagecatalog.Default()))
 	if one != five {
 		t.Errorf("the pod template depends on replicas: scaling would roll pods")
 	}
-	medium := desired.TemplateHash(desired.PodTemplate(database(dbpilotv1alpha1.EngineMySQL, dbpilotv1alpha1.TierMedium, 1)))
+	medium := desired.TemplateHash(desired.PodTemplate(database(dbpilotv1alpha1.EngineMySQL, dbpilotv1alpha1.TierMedium, 1), imagecatalog.Default()))
 	if one == medium {
 		t.Errorf("the pod template does not depend on the tier")
 	}
@@ -68,13 +69,16 @@ func TestTemplateHashIgnoresReplicas(t *testing.T) {
 
 func TestPodIsRestricted(t *testing.T) {
 	for _, engine := range []dbpilotv1alpha1.Engine{dbpilotv1alpha1.EnginePostgres, dbpilotv1alpha1.EngineMySQL, dbpilotv1alpha1.EngineMariaDB} {
-		spec := desired.PodTemplate(database(engine, dbpilotv1alpha1.TierSmall, 1)).Spec
+		spec := desired.PodTemplate(database(engine, dbpilotv1alpha1.TierSmall, 1), imagecatalog.Default()).Spec
 		if !*spec.SecurityContext.RunAsNonRoot || *spec.SecurityContext.SeccompProfile.Type != "RuntimeDefault" {
 			t.Errorf("%s: pod security context is not restricted", engine)
 		}
-		for _, c := range spec.Containers {
+		if len(spec.InitContainers) == 0 {
+			t.Errorf("%s: no init container copies the instance program", engine)
+		}
+		for _, c := range append(spec.InitContainers, spec.Containers...) {
 			sc := c.SecurityContext
-			if *sc.AllowPrivilegeEscalation || len(sc.Capabilities.Drop) != 1 || sc.Capabilities.Drop[0] != "ALL" {
+			if *sc.AllowPrivilegeEscalation || len(sc.Capabilities.Drop) != 1 || sc.Capabilities.Drop[0] != "ALL" || !*sc.ReadOnlyRootFilesystem {
 				t.Errorf("%s/%s: container may escalate or keeps capabilities", engine, *c.Name)
 			}
 		}

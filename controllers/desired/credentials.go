@@ -5,13 +5,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
+	"github.com/dbpilot/dbpilot/instance/layout"
 )
 
-// Keys of the credentials Secret.
+// Keys of the credentials Secret, which the instance program reads as files.
 const (
-	SecretKeyUsername          = "username"
-	SecretKeyPassword          = "password"
-	SecretKeySuperuserPassword = "superuser-password"
+	SecretKeyUsername          = layout.KeyUsername
+	SecretKeyPassword          = layout.KeyPassword
+	SecretKeySuperuserPassword = layout.KeySuperuserPassword
 )
 
 // CredentialKeys are the keys every credentials Secret must hold.

@@ -13,6 +13,7 @@ import (
 
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
 	"github.com/dbpilot/dbpilot/controllers/desired"
+	"github.com/dbpilot/dbpilot/internal/imagecatalog"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files from the builders' output")
@@ -51,7 +52,7 @@ func TestGolden(t *testing.T) {
 				desired.HeadlessService(db),
 				desired.ReadWriteService(db),
 				desired.ReadOnlyService(db, db.EffectiveReplicas()),
-				desired.StatefulSet(db, desired.StatefulSetOptions{}),
+				desired.StatefulSet(db, desired.StatefulSetOptions{Images: imagecatalog.Default()}),
 			}
 			if desired.NeedsPodDisruptionBudget(db.EffectiveReplicas()) {
 				objects = append(objects, desired.PodDisruptionBudget(db))

@@ -15,6 +15,8 @@ import (
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
+	"github.com/dbpilot/dbpilot/instance/layout"
+	"github.com/dbpilot/dbpilot/internal/imagecatalog"
 )
 
 // Pod template annotations that record what the pod runs, so status can be
@@ -30,9 +32,14 @@ const (
 // Container and volume names.
 const (
 	DatabaseContainerName = "database"
-	configVolumeName      = "config"
-	runVolumeName         = "run"
-	tmpVolumeName         = "tmp"
+	// InstanceCopyContainerName is the init container that copies the
+	// instance program from the operator's image.
+	InstanceCopyContainerName = "instance-copy"
+	configVolumeName          = "config"
+	runVolumeName             = "run"
+	tmpVolumeName             = "tmp"
+	binVolumeName             = "dbpilot-bin"
+	credentialsVolumeName     = "credentials"
 )
 
 // PostgresPGData is PGDATA: a subdirectory of the volume's mount, because
@@ -59,11 +66,13 @@ type StatefulSetOptions struct {
 	// replicas. The reconciler keeps pods a new template makes unneeded
 	// until it has rolled out.
 	Replicas int32
+	// Images is the operator's image catalog.
+	Images imagecatalog.Catalog
 }
 
 // StatefulSet runs the Database's pods.
 func StatefulSet(db *dbpilotv1alpha1.Database, opts StatefulSetOptions) *appsv1ac.StatefulSetApplyConfiguration {
-	template := PodTemplate(db)
+	template := PodTemplate(db, opts.Images)
 	replicas := db.EffectiveReplicas()
 	if opts.Replicas > 0 {
 		replicas = opts.Replicas
@@ -105,10 +114,10 @@ func TemplateHash(template *corev1ac.PodTemplateSpecApplyConfiguration) string {
 	return hex.EncodeToString(sum[:8])
 }
 
-// PodTemplate is the pod of every member of the Database. Init containers
-// (replication bootstrap) and sidecars (the metrics exporter) are appended to
-// the lists built here without reshaping the database container.
-func PodTemplate(db *dbpilotv1alpha1.Database) *corev1ac.PodTemplateSpecApplyConfiguration {
+// PodTemplate is the pod of every member of the Database: an init container
+// copies the instance program from the operator's image, and the database
+// container runs it as its entrypoint with the engine image's binaries.
+func PodTemplate(db *dbpilotv1alpha1.Database, images imagecatalog.Catalog) *corev1ac.PodTemplateSpecApplyConfiguration {
 	profile, _ := db.Spec.Engine.Profile()
 	return corev1ac.PodTemplateSpec().
 		WithLabels(db.CommonLabels()).
@@ -139,26 +148,53 @@ func PodTemplate(db *dbpilotv1alpha1.Database) *corev1ac.PodTemplateSpecApplyCon
 				WithTopologyKey(corev1.LabelTopologyZone).
 				WithWhenUnsatisfiable(corev1.ScheduleAnyway).
 				WithLabelSelector(metav1ac.LabelSelector().WithMatchLabels(db.SelectorLabels()))).
-			WithContainers(databaseContainer(db)).
+			WithInitContainers(instanceCopyContainer(images)).
+			WithContainers(databaseContainer(db, images)).
 			WithVolumes(podVolumes(db)...))
 }
 
-func databaseContainer(db *dbpilotv1alpha1.Database) *corev1ac.ContainerApplyConfiguration {
+// instanceCopyResources are the copy's requests and limits: equal, so the
+// pod stays in the Guaranteed QoS class; an init container's resources do
+// not add to the pod's.
+var instanceCopyResources = corev1.ResourceList{
+	corev1.ResourceCPU:    resource.MustParse("100m"),
+	corev1.ResourceMemory: resource.MustParse("64Mi"),
+}
+
+func instanceCopyContainer(images imagecatalog.Catalog) *corev1ac.ContainerApplyConfiguration {
+	return corev1ac.Container().
+		WithName(InstanceCopyContainerName).
+		WithImage(images.Instance).
+		WithImagePullPolicy(corev1.PullIfNotPresent).
+		WithCommand(layout.ProgramInOperatorImage, layout.CommandCopy, layout.InstanceBinary).
+		WithResources(corev1ac.ResourceRequirements().WithRequests(instanceCopyResources).WithLimits(instanceCopyResources)).
+		WithSecurityContext(restrictedContainer()).
+		WithVolumeMounts(corev1ac.VolumeMount().WithName(binVolumeName).WithMountPath(layout.BinDir))
+}
+
+// restrictedContainer is what PodSecurity "restricted" asks of a container,
+// and a read-only root filesystem.
+func restrictedContainer() *corev1ac.SecurityContextApplyConfiguration {
+	return corev1ac.SecurityContext().
+		WithAllowPrivilegeEscalation(false).
+		WithReadOnlyRootFilesystem(true).
+		WithRunAsNonRoot(true).
+		WithCapabilities(corev1ac.Capabilities().WithDrop("ALL"))
+}
+
+func databaseContainer(db *dbpilotv1alpha1.Database, images imagecatalog.Catalog) *corev1ac.ContainerApplyConfiguration {
 	profile, _ := db.Spec.Engine.Profile()
 	size, _ := db.EffectiveTier().Size()
 	resources := corev1.ResourceList{corev1.ResourceCPU: size.CPU, corev1.ResourceMemory: size.Memory}
 	container := corev1ac.Container().
 		WithName(DatabaseContainerName).
-		WithImage(db.Image()).
+		WithImage(images.EngineImage(string(db.Spec.Engine), db.EngineVersion())).
 		WithImagePullPolicy(corev1.PullIfNotPresent).
+		WithCommand(layout.InstanceBinary).
+		WithArgs(instanceArgs(db)...).
 		WithPorts(corev1ac.ContainerPort().WithName(portName).WithContainerPort(profile.Port).WithProtocol(corev1.ProtocolTCP)).
-		WithEnv(engineEnv(db)...).
 		WithResources(corev1ac.ResourceRequirements().WithRequests(resources).WithLimits(resources)).
-		WithSecurityContext(corev1ac.SecurityContext().
-			WithAllowPrivilegeEscalation(false).
-			WithReadOnlyRootFilesystem(true).
-			WithRunAsNonRoot(true).
-			WithCapabilities(corev1ac.Capabilities().WithDrop("ALL"))).
+		WithSecurityContext(restrictedContainer()).
 		WithStartupProbe(execProbe(readinessCommand(db), 10, 360)).
 		WithReadinessProbe(execProbe(readinessCommand(db), 5, 3)).
 		WithLivenessProbe(corev1ac.Probe().
@@ -171,11 +207,27 @@ func databaseContainer(db *dbpilotv1alpha1.Database) *corev1ac.ContainerApplyCon
 			corev1ac.VolumeMount().WithName(configVolumeName).WithMountPath(profile.ConfigDir).WithReadOnly(true),
 			corev1ac.VolumeMount().WithName(runVolumeName).WithMountPath(runDir(db)),
 			corev1ac.VolumeMount().WithName(tmpVolumeName).WithMountPath("/tmp"),
+			corev1ac.VolumeMount().WithName(binVolumeName).WithMountPath(layout.BinDir).WithReadOnly(true),
+			corev1ac.VolumeMount().WithName(credentialsVolumeName).WithMountPath(layout.CredentialsDir).WithReadOnly(true),
 		)
-	if db.Spec.Engine == dbpilotv1alpha1.EnginePostgres {
-		container.WithArgs("postgres", "-c", "config_file="+path.Join(profile.ConfigDir, PostgresConfigFile))
-	}
 	return container
+}
+
+// instanceArgs tell the instance program which engine to run and where its
+// data, configuration and socket are.
+func instanceArgs(db *dbpilotv1alpha1.Database) []string {
+	profile, _ := db.Spec.Engine.Profile()
+	if db.Spec.Engine == dbpilotv1alpha1.EnginePostgres {
+		return []string{layout.CommandRun, "--engine=postgres",
+			"--data-dir=" + PostgresPGData,
+			"--config-file=" + path.Join(profile.ConfigDir, PostgresConfigFile),
+			"--socket=" + runDir(db),
+		}
+	}
+	return []string{layout.CommandRun, "--engine=" + string(db.Spec.Engine),
+		"--data-dir=" + profile.DataDir,
+		"--socket=" + path.Join(runDir(db), "mysqld.sock"),
+	}
 }
 
 // runDir is where the engine keeps its socket and pid file; an emptyDir,
@@ -206,45 +258,18 @@ func execProbe(command []string, periodSeconds, failureThreshold int32) *corev1a
 		WithFailureThreshold(failureThreshold)
 }
 
-// engineEnv passes the credentials to the official image's entrypoint, which
-// creates the users on first start.
-func engineEnv(db *dbpilotv1alpha1.Database) []*corev1ac.EnvVarApplyConfiguration {
-	secret := db.CredentialsSecretName()
-	fromSecret := func(name, key string) *corev1ac.EnvVarApplyConfiguration {
-		return corev1ac.EnvVar().WithName(name).WithValueFrom(corev1ac.EnvVarSource().
-			WithSecretKeyRef(corev1ac.SecretKeySelector().WithName(secret).WithKey(key)))
-	}
-	switch db.Spec.Engine {
-	case dbpilotv1alpha1.EnginePostgres:
-		return []*corev1ac.EnvVarApplyConfiguration{
-			corev1ac.EnvVar().WithName("PGDATA").WithValue(PostgresPGData),
-			fromSecret("POSTGRES_USER", SecretKeyUsername),
-			fromSecret("POSTGRES_PASSWORD", SecretKeyPassword),
-			fromSecret("POSTGRES_DB", SecretKeyUsername),
-			fromSecret("DBPILOT_SUPERUSER_PASSWORD", SecretKeySuperuserPassword),
-		}
-	case dbpilotv1alpha1.EngineMariaDB:
-		return []*corev1ac.EnvVarApplyConfiguration{
-			fromSecret("MARIADB_ROOT_PASSWORD", SecretKeySuperuserPassword),
-			fromSecret("MARIADB_USER", SecretKeyUsername),
-			fromSecret("MARIADB_PASSWORD", SecretKeyPassword),
-			fromSecret("MARIADB_DATABASE", SecretKeyUsername),
-		}
-	default:
-		return []*corev1ac.EnvVarApplyConfiguration{
-			fromSecret("MYSQL_ROOT_PASSWORD", SecretKeySuperuserPassword),
-			fromSecret("MYSQL_USER", SecretKeyUsername),
-			fromSecret("MYSQL_PASSWORD", SecretKeyPassword),
-			fromSecret("MYSQL_DATABASE", SecretKeyUsername),
-		}
-	}
-}
-
 func podVolumes(db *dbpilotv1alpha1.Database) []*corev1ac.VolumeApplyConfiguration {
 	return []*corev1ac.VolumeApplyConfiguration{
 		corev1ac.Volume().WithName(configVolumeName).WithConfigMap(corev1ac.ConfigMapVolumeSource().WithName(db.ConfigMapName())),
 		corev1ac.Volume().WithName(runVolumeName).WithEmptyDir(corev1ac.EmptyDirVolumeSource()),
 		corev1ac.Volume().WithName(tmpVolumeName).WithEmptyDir(corev1ac.EmptyDirVolumeSource()),
+		corev1ac.Volume().WithName(binVolumeName).WithEmptyDir(corev1ac.EmptyDirVolumeSource().
+			WithSizeLimit(resource.MustParse("64Mi"))),
+		// Files of mode 0440: readable by the engine's user through the
+		// pod's fsGroup, and updated in place when the Secret changes.
+		corev1ac.Volume().WithName(credentialsVolumeName).WithSecret(corev1ac.SecretVolumeSource().
+			WithSecretName(db.CredentialsSecretName()).
+			WithDefaultMode(0o440)),
 	}
 }
 

@@ -19,7 +19,10 @@ const (
 	// InstanceBinary is the database container's entrypoint.
 	InstanceBinary = BinDir + "/instance"
 	// CredentialsDir holds the credentials Secret as files.
-	CredentialsDir = "/etc/dbpilot/credentials"
+	CredentialsDir = "/dbpilot/credentials"
+	// ProgramInOperatorImage is where the operator's image keeps the
+	// instance program.
+	ProgramInOperatorImage = "/instance"
 )
 
 // Subcommands of the instance program.

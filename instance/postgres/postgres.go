@@ -212,4 +212,3 @@ func UserStatements(username, superVerifier, appVerifier string, roleExists, dbE
 func literal(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
 }
-

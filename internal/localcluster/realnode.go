@@ -381,4 +381,3 @@ func removeSandboxes(socket string) error {
 
 // nodePIDs are the node's process groups, for CheckStopped.
 func (n *realNode) processes() []*process { return n.procs }
-

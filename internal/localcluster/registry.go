@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/name"
+	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
-	ggcrregistry "github.com/google/go-containerregistry/pkg/registry"
 
 	"github.com/dbpilot/dbpilot/internal/localimages"
 )
