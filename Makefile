@@ -62,7 +62,7 @@ OPERATOR_SDK_LDFLAGS := -s -w -X $(OSDK_VERSION_PKG).Version=$(OPERATOR_SDK_VERS
 
 # Debian packages for the suites that run real databases and Prometheus.
 DEBIAN_PACKAGES ?= prometheus postgresql-15 mariadb-server prometheus-postgres-exporter prometheus-mysqld-exporter \
-	containerd runc containernetworking-plugins iptables nftables
+	mariadb-backup containerd runc containernetworking-plugins iptables nftables
 
 .DEFAULT_GOAL := help
 

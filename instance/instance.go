@@ -65,8 +65,9 @@ type Engine interface {
 	Bootstrap(ctx context.Context, creds Credentials) error
 	// ServerCommand is the engine's server process.
 	ServerCommand() *exec.Cmd
-	// WaitAccepting returns once the server accepts local connections.
-	WaitAccepting(ctx context.Context) error
+	// Ping opens a local session and closes it: the server accepts
+	// connections.
+	Ping(ctx context.Context) error
 	// EnsureUsers makes the superuser and the application user (and its
 	// database) exist with the credentials' passwords.
 	EnsureUsers(ctx context.Context, creds Credentials) error
@@ -83,7 +84,14 @@ const startupTimeout = 10 * time.Minute
 // applies the credentials and supervises it until ctx ends (the pod is
 // stopping: the engine is shut down cleanly) or the engine exits (an error,
 // so the container exits and the kubelet restarts it).
-func Run(ctx context.Context, engine Engine, creds Credentials, log *slog.Logger) error {
+func Run(ctx context.Context, engine Engine, creds Credentials, probeAddress string, log *slog.Logger) error {
+	// Probes are answered from the start: alive while bootstrapping, ready
+	// only once the engine accepts sessions with the credentials applied.
+	probes := &probeServer{engine: engine}
+	if err := probes.start(probeAddress); err != nil {
+		return err
+	}
+	defer probes.stop()
 	initialized, err := engine.Initialized()
 	if err != nil {
 		return err
@@ -116,7 +124,7 @@ func Run(ctx context.Context, engine Engine, creds Credentials, log *slog.Logger
 
 	readyCtx, cancel := context.WithTimeout(ctx, startupTimeout)
 	ready := make(chan error, 1)
-	go func() { ready <- engine.WaitAccepting(readyCtx) }()
+	go func() { ready <- WaitFor(readyCtx, engine.Ping) }()
 	select {
 	case err := <-exited:
 		cancel()
@@ -130,6 +138,7 @@ func Run(ctx context.Context, engine Engine, creds Credentials, log *slog.Logger
 	if err := engine.EnsureUsers(ctx, creds); err != nil {
 		return errors.Join(fmt.Errorf("applying credentials: %w", err), stop("credentials failed"))
 	}
+	probes.setUsersApplied()
 	log.Info("engine ready, credentials applied")
 
 	select {

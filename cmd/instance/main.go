@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 
 	"github.com/dbpilot/dbpilot/instance"
@@ -77,6 +78,7 @@ func run(args []string, log *slog.Logger) error {
 	port := flags.Int("port", 0, "PostgreSQL: the port (names the socket file)")
 	defaultsFile := flags.String("defaults-file", "", "MariaDB/MySQL: a configuration file replacing the default ones")
 	credentialsDir := flags.String("credentials-dir", layout.CredentialsDir, "the credentials Secret's files")
+	probeAddress := flags.String("probe-address", ":"+strconv.Itoa(layout.ProbePort), "where the kubelet's probes (/healthz, /readyz) are answered")
 	if err := flags.Parse(args); err != nil {
 		return err
 	}
@@ -98,5 +100,5 @@ func run(args []string, log *slog.Logger) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	return instance.Run(ctx, engine, creds, log.With("engine", *engineName))
+	return instance.Run(ctx, engine, creds, *probeAddress, log.With("engine", *engineName))
 }

@@ -192,16 +192,18 @@ func databaseContainer(db *dbpilotv1alpha1.Database, images imagecatalog.Catalog
 		WithImagePullPolicy(corev1.PullIfNotPresent).
 		WithCommand(layout.InstanceBinary).
 		WithArgs(instanceArgs(db)...).
-		WithPorts(corev1ac.ContainerPort().WithName(portName).WithContainerPort(profile.Port).WithProtocol(corev1.ProtocolTCP)).
+		WithPorts(
+			corev1ac.ContainerPort().WithName(portName).WithContainerPort(profile.Port).WithProtocol(corev1.ProtocolTCP),
+			corev1ac.ContainerPort().WithName(layout.ProbePortName).WithContainerPort(layout.ProbePort).WithProtocol(corev1.ProtocolTCP)).
 		WithResources(corev1ac.ResourceRequirements().WithRequests(resources).WithLimits(resources)).
 		WithSecurityContext(restrictedContainer()).
-		WithStartupProbe(execProbe(readinessCommand(db), 10, 360)).
-		WithReadinessProbe(execProbe(readinessCommand(db), 5, 3)).
-		WithLivenessProbe(corev1ac.Probe().
-			WithTCPSocket(corev1ac.TCPSocketAction().WithPort(intstr.FromString(portName))).
-			WithPeriodSeconds(10).
-			WithTimeoutSeconds(5).
-			WithFailureThreshold(6)).
+		// The instance program answers the probes: alive while it runs (it
+		// exits with the engine), ready while the engine accepts sessions
+		// with the credentials applied. Bootstrap and crash recovery may
+		// take long; the startup probe allows an hour.
+		WithStartupProbe(httpProbe(layout.LivenessPath, 2, 1800)).
+		WithReadinessProbe(httpProbe(layout.ReadinessPath, 5, 3)).
+		WithLivenessProbe(httpProbe(layout.LivenessPath, 10, 6)).
 		WithVolumeMounts(
 			corev1ac.VolumeMount().WithName(db.VolumeClaimTemplateName()).WithMountPath(profile.DataDir),
 			corev1ac.VolumeMount().WithName(configVolumeName).WithMountPath(profile.ConfigDir).WithReadOnly(true),
@@ -239,20 +241,9 @@ func runDir(db *dbpilotv1alpha1.Database) string {
 	return "/var/run/mysqld"
 }
 
-func readinessCommand(db *dbpilotv1alpha1.Database) []string {
-	switch db.Spec.Engine {
-	case dbpilotv1alpha1.EnginePostgres:
-		return []string{"pg_isready", "--host=127.0.0.1", "--port=5432", "--timeout=3"}
-	case dbpilotv1alpha1.EngineMariaDB:
-		return []string{"mariadb-admin", "ping", "--host=127.0.0.1", "--silent"}
-	default:
-		return []string{"mysqladmin", "ping", "--host=127.0.0.1", "--silent"}
-	}
-}
-
-func execProbe(command []string, periodSeconds, failureThreshold int32) *corev1ac.ProbeApplyConfiguration {
+func httpProbe(path string, periodSeconds, failureThreshold int32) *corev1ac.ProbeApplyConfiguration {
 	return corev1ac.Probe().
-		WithExec(corev1ac.ExecAction().WithCommand(command...)).
+		WithHTTPGet(corev1ac.HTTPGetAction().WithPath(path).WithPort(intstr.FromString(layout.ProbePortName))).
 		WithPeriodSeconds(periodSeconds).
 		WithTimeoutSeconds(5).
 		WithFailureThreshold(failureThreshold)

@@ -33,3 +33,11 @@ const (
 	// keeps its users' passwords equal to the credentials and supervises it.
 	CommandRun = "run"
 )
+
+// The instance program's probe endpoints, served over HTTP on ProbePort.
+const (
+	ProbePort     = 8000
+	ProbePortName = "instance"
+	LivenessPath  = "/healthz"
+	ReadinessPath = "/readyz"
+)

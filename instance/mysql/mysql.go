@@ -121,14 +121,15 @@ func (e *Engine) connect(ctx context.Context, creds instance.Credentials) (*sql.
 	cfg.Addr = e.Socket
 	if e.Flavor == MySQL {
 		cfg.User = "root"
+		var err error
 		for _, password := range []string{creds.SuperuserPassword, ""} {
 			cfg.Passwd = password
-			db, err := open(ctx, cfg)
-			if err == nil {
+			var db *sql.DB
+			if db, err = open(ctx, cfg); err == nil {
 				return db, nil
 			}
 		}
-		return nil, errors.New("root accepts neither the superuser password nor an empty one")
+		return nil, err
 	}
 	osUser, err := currentUser()
 	if err != nil {
@@ -152,23 +153,21 @@ func open(ctx context.Context, cfg *driver.Config) (*sql.DB, error) {
 	return db, nil
 }
 
-// WaitAccepting waits until a session over the socket opens.
-func (e *Engine) WaitAccepting(ctx context.Context) error {
-	return instance.WaitFor(ctx, func(ctx context.Context) error {
-		db, err := e.connect(ctx, instance.Credentials{})
-		if err != nil && e.Flavor == MySQL {
-			// Before the superuser password is known here, a refused
-			// login still proves the server accepts connections.
-			var mysqlErr *driver.MySQLError
-			if errors.As(err, &mysqlErr) {
-				return nil
-			}
+// Ping opens a session over the socket and closes it.
+func (e *Engine) Ping(ctx context.Context) error {
+	db, err := e.connect(ctx, instance.Credentials{})
+	if err != nil && e.Flavor == MySQL {
+		// MySQL's root needs its password, which Ping does not have: a
+		// refused login still proves the server accepts connections.
+		var mysqlErr *driver.MySQLError
+		if errors.As(err, &mysqlErr) {
+			return nil
 		}
-		if err != nil {
-			return err
-		}
-		return db.Close()
-	})
+	}
+	if err != nil {
+		return err
+	}
+	return db.Close()
 }
 
 // EnsureUsers applies the credentials.

@@ -129,17 +129,14 @@ func (e *Engine) port() int {
 	return e.Port
 }
 
-// WaitAccepting waits until a superuser session opens and the server has
-// left recovery of its startup.
-func (e *Engine) WaitAccepting(ctx context.Context) error {
-	return instance.WaitFor(ctx, func(ctx context.Context) error {
-		conn, err := e.connect(ctx)
-		if err != nil {
-			return err
-		}
-		defer conn.Close(ctx)
-		return conn.Ping(ctx)
-	})
+// Ping opens a superuser session over the socket and closes it.
+func (e *Engine) Ping(ctx context.Context) error {
+	conn, err := e.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	return conn.Ping(ctx)
 }
 
 // EnsureUsers sets the superuser's password and makes the application user

@@ -37,7 +37,7 @@ func Postgres15(cacheDir string) (v1.Image, error) {
 			kept = append(kept, m)
 		}
 	}
-	binaries, err := glob(home + "/bin/*")
+	binaries, err := glob(home+"/bin/*", "/usr/bin/dash")
 	if err != nil {
 		return nil, err
 	}
@@ -47,8 +47,11 @@ func Postgres15(cacheDir string) (v1.Image, error) {
 	}
 	entries = append(entries, trees...)
 	entries = append(entries, hostFiles(kept...)...)
+	entries = append(entries, hostFiles("/usr/bin/dash")...)
 	entries = append(entries, libs...)
 	entries = append(entries,
+		// initdb runs postgres through popen, which needs /bin/sh.
+		Entry{Path: "usr/bin/sh", Link: "dash"},
 		Entry{Path: "var/lib/postgresql/data", Dir: true, Mode: 0o777},
 		Entry{Path: "var/run/postgresql", Dir: true, Mode: 0o3777},
 	)
@@ -77,7 +80,7 @@ func MariaDB1011(cacheDir string) (v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	trees, err := hostTrees("/usr/share/mysql", "/usr/share/mariadb", "/usr/lib/mysql")
+	trees, err := hostTrees("/usr/share/mysql", "/usr/lib/mysql")
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,62 @@
+package instance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/dbpilot/dbpilot/instance/layout"
+)
+
+// probeServer answers the kubelet's probes. /healthz: the program runs (it
+// exits when the engine does, so a live program means a live engine).
+// /readyz: the engine accepts a local session now, and the credentials have
+// been applied since it started.
+type probeServer struct {
+	engine       Engine
+	usersApplied atomic.Bool
+	server       *http.Server
+}
+
+func (p *probeServer) setUsersApplied() { p.usersApplied.Store(true) }
+
+func (p *probeServer) start(addr string) error {
+	listener, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("probe server: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+layout.LivenessPath, func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("GET "+layout.ReadinessPath, p.readiness)
+	p.server = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = p.server.Serve(listener) }()
+	return nil
+}
+
+func (p *probeServer) readiness(w http.ResponseWriter, r *http.Request) {
+	if !p.usersApplied.Load() {
+		http.Error(w, "credentials not applied yet", http.StatusServiceUnavailable)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
+	defer cancel()
+	if err := p.engine.Ping(ctx); err != nil {
+		http.Error(w, "engine does not accept connections", http.StatusServiceUnavailable)
+		return
+	}
+	_, _ = w.Write([]byte("ok\n"))
+}
+
+func (p *probeServer) stop() {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if err := p.server.Shutdown(ctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		_ = p.server.Close()
+	}
+}

@@ -1,0 +1,222 @@
+package realnode_test
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"testing"
+	"time"
+
+	mysqldriver "github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5"
+	. "github.com/onsi/gomega"
+	"go.uber.org/zap/zapcore"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
+	"github.com/dbpilot/dbpilot/controllers/desired"
+)
+
+// zapLevel is the operator's log level in tests: errors only, unless
+// DBPILOT_TEST_LOG=debug.
+func zapLevel() zapcore.Level {
+	if os.Getenv("DBPILOT_TEST_LOG") == "debug" {
+		return zapcore.DebugLevel
+	}
+	return zapcore.ErrorLevel
+}
+
+// restrictedNamespace creates a namespace enforcing PodSecurity restricted.
+func restrictedNamespace(t *testing.T, name string) {
+	t.Helper()
+	ctx := context.Background()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
+		"pod-security.kubernetes.io/enforce":         "restricted",
+		"pod-security.kubernetes.io/enforce-version": "latest",
+	}}}
+	if _, err := clientset.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating namespace %s: %v", name, err)
+	}
+	NewWithT(t).Eventually(func() error {
+		_, err := clientset.CoreV1().ServiceAccounts(name).Get(ctx, "default", metav1.GetOptions{})
+		return err
+	}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
+}
+
+// sqlSession is what the test does through a Service: run statements and
+// read one integer back.
+type sqlSession interface {
+	exec(ctx context.Context, statement string) error
+	queryInt(ctx context.Context, query string) (int, error)
+	close()
+}
+
+type pgSession struct{ conn *pgx.Conn }
+
+func (s pgSession) exec(ctx context.Context, stmt string) error {
+	_, err := s.conn.Exec(ctx, stmt)
+	return err
+}
+
+func (s pgSession) queryInt(ctx context.Context, q string) (n int, err error) {
+	err = s.conn.QueryRow(ctx, q).Scan(&n)
+	return n, err
+}
+
+func (s pgSession) close() { s.conn.Close(context.Background()) }
+
+type mysqlSession struct{ db *sql.DB }
+
+func (s mysqlSession) exec(ctx context.Context, stmt string) error {
+	_, err := s.db.ExecContext(ctx, stmt)
+	return err
+}
+
+func (s mysqlSession) queryInt(ctx context.Context, q string) (n int, err error) {
+	err = s.db.QueryRowContext(ctx, q).Scan(&n)
+	return n, err
+}
+
+func (s mysqlSession) close() { s.db.Close() }
+
+// connectApp opens a session as the application user through the
+// Database's read-write Service, with the credentials from its Secret.
+func connectApp(ctx context.Context, db *dbpilotv1alpha1.Database) (sqlSession, error) {
+	secret, err := clientset.CoreV1().Secrets(db.Namespace).Get(ctx, db.CredentialsSecretName(), metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	svc, err := clientset.CoreV1().Services(db.Namespace).Get(ctx, db.ReadWriteServiceName(), metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	user := string(secret.Data[desired.SecretKeyUsername])
+	password := string(secret.Data[desired.SecretKeyPassword])
+	port := int(svc.Spec.Ports[0].Port)
+	if db.Spec.Engine == dbpilotv1alpha1.EnginePostgres {
+		cfg, err := pgx.ParseConfig("")
+		if err != nil {
+			return nil, err
+		}
+		cfg.Host, cfg.Port, cfg.User, cfg.Password, cfg.Database = svc.Spec.ClusterIP, uint16(port), user, password, user
+		cfg.ConnectTimeout = 5 * time.Second
+		conn, err := pgx.ConnectConfig(ctx, cfg)
+		if err != nil {
+			return nil, err
+		}
+		return pgSession{conn}, nil
+	}
+	cfg := mysqldriver.NewConfig()
+	cfg.Net, cfg.Addr, cfg.User, cfg.Passwd, cfg.DBName = "tcp", net.JoinHostPort(svc.Spec.ClusterIP, strconv.Itoa(port)), user, password, user
+	cfg.Timeout = 5 * time.Second
+	connector, err := mysqldriver.NewConnector(cfg)
+	if err != nil {
+		return nil, err
+	}
+	sqlDB := sql.OpenDB(connector)
+	if err := sqlDB.PingContext(ctx); err != nil {
+		sqlDB.Close()
+		return nil, err
+	}
+	return mysqlSession{sqlDB}, nil
+}
+
+func available(db *dbpilotv1alpha1.Database) bool {
+	return db.Status.ObservedGeneration == db.Generation &&
+		meta.IsStatusConditionTrue(db.Status.Conditions, dbpilotv1alpha1.ConditionAvailable)
+}
+
+// waitAvailable waits until the Database is Available and returns how long
+// it took.
+func waitAvailable(g Gomega, db *dbpilotv1alpha1.Database, timeout time.Duration) time.Duration {
+	start := time.Now()
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8sClient.Get(context.Background(), client.ObjectKeyFromObject(db), db)).To(Succeed())
+		g.Expect(available(db)).To(BeTrue(), "Available: %+v", db.Status.Conditions)
+	}, timeout, 200*time.Millisecond).Should(Succeed())
+	return time.Since(start)
+}
+
+// TestDatabaseServesAndKeepsData creates a one-pod Database of each engine
+// the machine has images for, checks it turns Available only once the
+// engine really takes the application user's sessions through the -rw
+// Service, writes rows, deletes the pod and reads the rows back from the
+// new pod on the same volume.
+func TestDatabaseServesAndKeepsData(t *testing.T) {
+	for _, tc := range []struct {
+		engine  dbpilotv1alpha1.Engine
+		version string
+	}{
+		{dbpilotv1alpha1.EnginePostgres, "15"},
+		{dbpilotv1alpha1.EngineMariaDB, "10.11"},
+	} {
+		t.Run(string(tc.engine), func(t *testing.T) {
+			g := NewWithT(t)
+			ctx := context.Background()
+			ns := "real-" + string(tc.engine)
+			restrictedNamespace(t, ns)
+			db := &dbpilotv1alpha1.Database{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "orders"},
+				Spec: dbpilotv1alpha1.DatabaseSpec{
+					Engine:   tc.engine,
+					Version:  tc.version,
+					Replicas: ptr.To[int32](1),
+					Storage:  dbpilotv1alpha1.StorageSpec{Size: resource.MustParse("1Gi")},
+				},
+			}
+			g.Expect(k8sClient.Create(ctx, db)).To(Succeed())
+			took := waitAvailable(g, db, 3*time.Minute)
+			t.Logf("%s: create -> Available in %.1fs", tc.engine, took.Seconds())
+
+			// Available means the engine takes the application user's
+			// sessions now; kube-proxy programs a Service about a second
+			// after its endpoint turns ready, which is all the slack given.
+			var session sqlSession
+			connectStart := time.Now()
+			g.Eventually(func() (err error) {
+				session, err = connectApp(ctx, db)
+				return err
+			}, 5*time.Second, 100*time.Millisecond).Should(Succeed(), "the application user connects through the -rw Service once the Database is Available")
+			t.Logf("%s: first session through the -rw Service %.2fs after Available", tc.engine, time.Since(connectStart).Seconds())
+			g.Expect(session.exec(ctx, "CREATE TABLE orders (id INT PRIMARY KEY, note VARCHAR(40))")).To(Succeed())
+			for i := 1; i <= 100; i++ {
+				g.Expect(session.exec(ctx, fmt.Sprintf("INSERT INTO orders VALUES (%d, 'order %d')", i, i))).To(Succeed())
+			}
+			sum, err := session.queryInt(ctx, "SELECT SUM(id) FROM orders")
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(sum).To(Equal(5050))
+			session.close()
+
+			pods, err := clientset.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: db.Selector()})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(pods.Items).To(HaveLen(1))
+			old := pods.Items[0]
+			g.Expect(old.Spec.NodeName).To(Equal("dbpilot-node"))
+			g.Expect(clientset.CoreV1().Pods(ns).Delete(ctx, old.Name, metav1.DeleteOptions{})).To(Succeed())
+			g.Eventually(func(g Gomega) {
+				pod, err := clientset.CoreV1().Pods(ns).Get(ctx, old.Name, metav1.GetOptions{})
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(pod.UID).NotTo(Equal(old.UID), "the pod is recreated")
+			}, 2*time.Minute, 200*time.Millisecond).Should(Succeed())
+			took = waitAvailable(g, db, 3*time.Minute)
+			t.Logf("%s: pod deleted -> Available again in %.1fs", tc.engine, took.Seconds())
+
+			g.Eventually(func() (int, error) {
+				session, err := connectApp(ctx, db)
+				if err != nil {
+					return 0, err
+				}
+				defer session.close()
+				return session.queryInt(ctx, "SELECT SUM(id) FROM orders")
+			}, 30*time.Second, 500*time.Millisecond).Should(Equal(5050), "the rows survive the pod")
+		})
+	}
+}

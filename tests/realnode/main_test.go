@@ -1,0 +1,148 @@
+// Package realnode_test runs dbpilot against the local control plane with a
+// real node: pods run the operator's instance program and real PostgreSQL 15
+// and MariaDB 10.11 servers from images built from this machine's Debian
+// packages, and data really flows through the Services.
+package realnode_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/dbpilot/dbpilot/controllers"
+	"github.com/dbpilot/dbpilot/internal/imagecatalog"
+	"github.com/dbpilot/dbpilot/internal/localcluster"
+	"github.com/dbpilot/dbpilot/internal/options"
+)
+
+var (
+	cluster   *localcluster.Cluster
+	k8sClient client.Client
+	clientset kubernetes.Interface
+	images    imagecatalog.Catalog
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) (code int) {
+	if err := localcluster.RealNodeAvailable(); err != nil {
+		fmt.Fprintf(os.Stderr, "SKIP: no real node on this machine: %v\n", err)
+		return 0
+	}
+	logf.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapLevel())))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	start := time.Now()
+	c, err := localcluster.Start(ctx, localcluster.Config{RealNode: true})
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "starting control plane with a real node: %v\n", err)
+		return 1
+	}
+	fmt.Fprintf(os.Stderr, "control plane and real node up in %.1fs\n", time.Since(start).Seconds())
+	cluster = c
+	code = 1
+	defer func() {
+		stop := c.Stop
+		if code != 0 {
+			stop = c.StopKeepingLogs
+			fmt.Fprintf(os.Stderr, "control plane logs kept in %s\n", c.LogDir())
+		}
+		if err := stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "stopping control plane: %v\n", err)
+			code = 1
+		}
+		if err := c.CheckStopped(); err != nil {
+			fmt.Fprintf(os.Stderr, "processes left running: %v\n", err)
+			code = 1
+		}
+	}()
+	start = time.Now()
+	if images, err = c.PushDbpilotImages(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	fmt.Fprintf(os.Stderr, "images built and pushed in %.1fs\n", time.Since(start).Seconds())
+	root, err := localcluster.RepoRoot()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if _, err := envtest.InstallCRDs(c.RESTConfig, envtest.CRDInstallOptions{
+		Paths:              []string{filepath.Join(root, "config", "crd", "bases")},
+		ErrorIfPathMissing: true,
+	}); err != nil {
+		fmt.Fprintf(os.Stderr, "installing CRDs: %v\n", err)
+		return 1
+	}
+	scheme, err := options.Scheme()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if k8sClient, err = client.New(c.RESTConfig, client.Options{Scheme: scheme}); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	if clientset, err = kubernetes.NewForConfig(c.RESTConfig); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	stopOperator, err := startOperator(scheme)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer stopOperator()
+	return m.Run()
+}
+
+// startOperator runs the manager in this process, wired as the binary is,
+// with the image catalog of the local images.
+func startOperator(scheme any) (func(), error) {
+	opts := options.Default()
+	opts.LeaderElection = false
+	opts.MetricsBindAddress = "0"
+	opts.HealthProbeBindAddress = "0"
+	mgrOptions, err := opts.ManagerOptions()
+	if err != nil {
+		return nil, err
+	}
+	mgr, err := ctrl.NewManager(cluster.RESTConfig, mgrOptions)
+	if err != nil {
+		return nil, err
+	}
+	if err := (&controllers.DatabaseReconciler{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Recorder:  mgr.GetEventRecorder(controllers.FieldOwner),
+		Images:    images,
+	}).SetupWithManager(mgr, opts.MaxConcurrentReconciles); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	return func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "manager stopped with error: %v\n", err)
+			}
+		case <-time.After(time.Minute):
+			fmt.Fprintln(os.Stderr, "manager did not stop within a minute")
+		}
+	}, nil
+}
