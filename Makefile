@@ -105,12 +105,12 @@ fuzz: ## Fuzz the auto-pilot's decision engine for FUZZTIME (bounds, no NaN, det
 	$(GO) test -run '^$$' -fuzz FuzzDecide -fuzztime $(FUZZTIME) ./autopilot/
 
 .PHONY: test-unit
-test-unit: ## Unit tests: pure builders, setters, the decision engine.
-	$(GO) test -count=1 $$($(GO) list ./... | grep -v /tests/)
+test-unit: ## Unit tests: pure builders, setters, the decision engine, the instance program's statements.
+	$(GO) test -count=1 $$($(GO) list ./... | grep -v -e /tests/ -e /internal/localcluster)
 
 .PHONY: test-integration
-test-integration: controlplane ## Integration and end-to-end tests on the local control plane.
-	$(GO) test -count=1 -p 1 -timeout 40m ./tests/...
+test-integration: controlplane ## Integration and end-to-end tests on the local control plane (kwok, and the real node where the machine allows it), one package at a time.
+	$(GO) test -count=1 -p 1 -timeout 40m ./internal/localcluster/... ./tests/...
 
 .PHONY: bench-reconcile
 bench-reconcile: controlplane manifests ## Print the time from create to Available for 1 and for 50 Databases.
@@ -177,8 +177,9 @@ test-olm: verify-bundle bundle-validate scorecard catalog ## The OLM checks: bun
 ##@ Run
 
 .PHONY: build
-build: ## Build the manager binary.
+build: ## Build the manager and the instance program.
 	$(GO) build -o $(LOCALBIN)/manager ./cmd
+	$(GO) build -o $(LOCALBIN)/instance ./cmd/instance
 
 .PHONY: run
 run: controlplane manifests build ## Run the operator: against $KUBECONFIG if set, else on a local control plane with a sample Database.

@@ -30,9 +30,9 @@ import (
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
 	"github.com/dbpilot/dbpilot/autopilot/sim"
 	"github.com/dbpilot/dbpilot/controllers"
-	"github.com/dbpilot/dbpilot/internal/options"
-	"github.com/dbpilot/dbpilot/internal/localcluster"
 	"github.com/dbpilot/dbpilot/internal/loadexporter"
+	"github.com/dbpilot/dbpilot/internal/localcluster"
+	"github.com/dbpilot/dbpilot/internal/options"
 	"github.com/dbpilot/dbpilot/internal/promserver"
 )
 

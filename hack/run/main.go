@@ -28,8 +28,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
-	"github.com/dbpilot/dbpilot/internal/options"
 	"github.com/dbpilot/dbpilot/internal/localcluster"
+	"github.com/dbpilot/dbpilot/internal/options"
 )
 
 func main() {
@@ -60,7 +60,7 @@ func run(ctx context.Context, managerPath, crdDir, samplesDir, stateDir string, 
 		if err := installCRDs(cfg, crdDir); err != nil {
 			return err
 		}
-		return runManager(ctx, managerPath, os.Getenv("KUBECONFIG"), cfg, nil)
+		return runManager(ctx, managerPath, os.Getenv("KUBECONFIG"), cfg, nil, nil)
 	}
 
 	if fresh {
@@ -68,11 +68,18 @@ func run(ctx context.Context, managerPath, crdDir, samplesDir, stateDir string, 
 			return fmt.Errorf("removing %s: %w", stateDir, err)
 		}
 	}
-	step("starting the local control plane in " + stateDir)
+	realNode := localcluster.RealNodeAvailable() == nil
+	if realNode {
+		step("starting the local control plane with a real node in " + stateDir)
+	} else {
+		step(fmt.Sprintf("starting the local control plane with kwok nodes in %s: pods turn Ready without running anything, because %v", stateDir, localcluster.RealNodeAvailable()))
+	}
+	detail := func(s string) { fmt.Printf("       %6.1fs  %s\n", time.Since(started).Seconds(), s) }
 	c, err := localcluster.Start(ctx, localcluster.Config{
 		Dir:        stateDir,
 		Persistent: true,
-		Progress:   func(s string) { fmt.Printf("       %6.1fs  %s\n", time.Since(started).Seconds(), s) },
+		RealNode:   realNode,
+		Progress:   detail,
 	})
 	if err != nil {
 		return err
@@ -83,6 +90,16 @@ func run(ctx context.Context, managerPath, crdDir, samplesDir, stateDir string, 
 			fmt.Fprintf(os.Stderr, "stopping control plane: %v\n", err)
 		}
 	}()
+	var managerEnv []string
+	if realNode {
+		detail("building the operator's image and the engine images from this machine's Debian packages")
+		images, err := c.PushDbpilotImages(ctx)
+		if err != nil {
+			return err
+		}
+		managerEnv = images.Variables()
+	}
+	detail("component logs are in " + c.LogDir())
 	step("installing the CRDs")
 	if err := installCRDs(c.RESTConfig, crdDir); err != nil {
 		return err
@@ -99,11 +116,30 @@ dbpilot runs on a local control plane. In another terminal:
     export KUBECONFIG=%s
     %s get databases
     %s describe database %s
-
+%s
 Ctrl-C stops the manager and the control plane.
 
-`, c.KubeconfigPath, kubectl, kubectl, samples[0].GetName())
-	return runManager(ctx, managerPath, c.KubeconfigPath, c.RESTConfig, samples)
+`, c.KubeconfigPath, kubectl, kubectl, samples[0].GetName(), connectHint(realNode, kubectl, samples[0]))
+	return runManager(ctx, managerPath, c.KubeconfigPath, c.RESTConfig, samples, managerEnv)
+}
+
+// connectHint tells how to reach the sample database once it is Available:
+// psql from this machine through the read-write Service, with the password
+// read from the credentials Secret (never printed here).
+func connectHint(realNode bool, kubectl string, sample *unstructured.Unstructured) string {
+	if !realNode {
+		return "\n(kwok nodes run no database: there is nothing to connect to.)\n"
+	}
+	name := sample.GetName()
+	engine, _, _ := unstructured.NestedString(sample.Object, "spec", "engine")
+	secret := fmt.Sprintf("$(%s get secret %s-credentials -o jsonpath='{.data.%%s}' | base64 -d)", kubectl, name)
+	host := fmt.Sprintf("$(%s get service %s-rw -o jsonpath='{.spec.clusterIP}')", kubectl, name)
+	if engine == string(dbpilotv1alpha1.EnginePostgres) {
+		return fmt.Sprintf("\nOnce it is Available, connect to it with psql:\n\n    PGPASSWORD=%s psql -h %s -U %s %s\n",
+			fmt.Sprintf(secret, "password"), host, fmt.Sprintf(secret, "username"), fmt.Sprintf(secret, "username"))
+	}
+	return fmt.Sprintf("\nOnce it is Available, connect to it with mariadb:\n\n    mariadb -h %s -u %s -p%s %s\n",
+		host, fmt.Sprintf(secret, "username"), fmt.Sprintf(secret, "password"), fmt.Sprintf(secret, "username"))
 }
 
 // progress returns a function that prints numbered steps with the time
@@ -171,7 +207,7 @@ func applySamples(ctx context.Context, cfg *rest.Config, dir string) ([]*unstruc
 
 // runManager runs the manager binary until ctx ends or it exits, printing the
 // samples' status whenever it changes.
-func runManager(ctx context.Context, managerPath, kubeconfig string, cfg *rest.Config, samples []*unstructured.Unstructured) error {
+func runManager(ctx context.Context, managerPath, kubeconfig string, cfg *rest.Config, samples []*unstructured.Unstructured, env []string) error {
 	metricsPort, err := localcluster.FreePort()
 	if err != nil {
 		return err
@@ -185,7 +221,7 @@ func runManager(ctx context.Context, managerPath, kubeconfig string, cfg *rest.C
 		fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", probePort),
 		"--leader-elect=false",
 	)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig)
+	cmd.Env = append(append(os.Environ(), "KUBECONFIG="+kubeconfig), env...)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {

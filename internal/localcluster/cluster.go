@@ -182,7 +182,7 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 	if c.node != nil {
 		provisioner = volumeProvisioner{dir: filepath.Join(c.node.dir, "volumes"), node: RealNodeName}
 	}
-	if err := startProvisioner(runCtx, clientset, provisioner); err != nil {
+	if err := startProvisioner(runCtx, clientset, provisioner, c.LogDir()); err != nil {
 		return c, err
 	}
 	if err := ensureStorageClass(ctx, clientset); err != nil {

@@ -2,6 +2,7 @@ package localcluster
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
+	"k8s.io/klog/v2/textlogger"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/sig-storage-lib-external-provisioner/v10/controller"
 )
@@ -88,9 +90,30 @@ func (p volumeProvisioner) Delete(_ context.Context, pv *corev1.PersistentVolume
 	return nil
 }
 
-// startProvisioner runs the provisioner controller until ctx ends.
-func startProvisioner(ctx context.Context, clientset kubernetes.Interface, provisioner volumeProvisioner) error {
-	pc := controller.NewProvisionController(klog.Background(), clientset, ProvisionerName, provisioner,
+// startProvisioner runs the provisioner controller until ctx ends, logging
+// to logDir/provisioner.log. The provisioner library and client-go log
+// through klog's global logger too, so this process's klog output goes
+// there as well: a user watching `make run` or a test sees its own lines.
+func startProvisioner(ctx context.Context, clientset kubernetes.Interface, provisioner volumeProvisioner, logDir string) error {
+	logFile, err := os.OpenFile(filepath.Join(logDir, "provisioner.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return fmt.Errorf("opening the provisioner's log: %w", err)
+	}
+	flags := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(flags)
+	for name, value := range map[string]string{"logtostderr": "false", "alsologtostderr": "false", "stderrthreshold": "FATAL"} {
+		if err := flags.Set(name, value); err != nil {
+			return err
+		}
+	}
+	klog.SetOutput(logFile)
+	go func() {
+		<-ctx.Done()
+		klog.Flush()
+		logFile.Close()
+	}()
+	logger := textlogger.NewLogger(textlogger.NewConfig(textlogger.Output(logFile)))
+	pc := controller.NewProvisionController(logger, clientset, ProvisionerName, provisioner,
 		controller.LeaderElection(false),
 	)
 	go pc.Run(ctx)

@@ -332,13 +332,18 @@ func TestUserCredentialsSecret(t *testing.T) {
 	}, convergeTimeout, pollInterval).Should(Succeed())
 	fetch(g, secret)
 	g.Expect(secret.ResourceVersion).To(Equal(version), "the user's Secret is never written")
-	env := statefulSetOf(g, db).Spec.Template.Spec.Containers[0].Env
+	spec := statefulSetOf(g, db).Spec.Template.Spec
 	var refs []string
-	for _, e := range env {
-		if e.ValueFrom != nil && e.ValueFrom.SecretKeyRef != nil {
-			refs = append(refs, e.ValueFrom.SecretKeyRef.Name)
+	for _, v := range spec.Volumes {
+		if v.Secret != nil {
+			refs = append(refs, v.Secret.SecretName)
 		}
-		g.Expect(strings.Contains(e.Value, "s3cret")).To(BeFalse(), "no secret value in the pod spec")
 	}
-	g.Expect(refs).To(HaveEach("crm-own"))
+	for _, c := range append(spec.InitContainers, spec.Containers...) {
+		for _, e := range c.Env {
+			g.Expect(strings.Contains(e.Value, "s3cret")).To(BeFalse(), "no secret value in the pod spec")
+		}
+		g.Expect(strings.Join(c.Args, " ")).NotTo(ContainSubstring("s3cret"), "no secret value in the pod spec")
+	}
+	g.Expect(refs).To(ConsistOf("crm-own"), "the pod reads the credentials from the user's Secret")
 }

@@ -18,8 +18,8 @@ import (
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
-	"github.com/dbpilot/dbpilot/internal/options"
 	"github.com/dbpilot/dbpilot/internal/localcluster"
+	"github.com/dbpilot/dbpilot/internal/options"
 )
 
 var (

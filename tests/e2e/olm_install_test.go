@@ -19,8 +19,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
-	"github.com/dbpilot/dbpilot/internal/options"
 	"github.com/dbpilot/dbpilot/internal/localcluster"
+	"github.com/dbpilot/dbpilot/internal/options"
 )
 
 // csv holds the parts of the bundle's ClusterServiceVersion that OLM turns
