@@ -19,6 +19,7 @@ import (
 	"syscall"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/yaml"
@@ -28,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
+	"github.com/dbpilot/dbpilot/controllers/desired"
 	"github.com/dbpilot/dbpilot/internal/localcluster"
 	"github.com/dbpilot/dbpilot/internal/options"
 )
@@ -60,7 +62,7 @@ func run(ctx context.Context, managerPath, crdDir, samplesDir, stateDir string, 
 		if err := installCRDs(cfg, crdDir); err != nil {
 			return err
 		}
-		return runManager(ctx, managerPath, os.Getenv("KUBECONFIG"), cfg, nil, nil)
+		return runManager(ctx, managerPath, os.Getenv("KUBECONFIG"), cfg, nil, nil, nil, os.Stdout)
 	}
 
 	if fresh {
@@ -119,27 +121,48 @@ dbpilot runs on a local control plane. In another terminal:
 %s
 Ctrl-C stops the manager and the control plane.
 
-`, c.KubeconfigPath, kubectl, kubectl, samples[0].GetName(), connectHint(realNode, kubectl, samples[0]))
-	return runManager(ctx, managerPath, c.KubeconfigPath, c.RESTConfig, samples, managerEnv)
+`, c.KubeconfigPath, kubectl, kubectl, samples[0].GetName(), nodeNote(realNode))
+	var announce func(context.Context, client.Client, *dbpilotv1alpha1.Database)
+	if realNode {
+		announce = func(ctx context.Context, c client.Client, db *dbpilotv1alpha1.Database) {
+			printConnectCommand(ctx, c, kubectl, db)
+		}
+	}
+	managerLog, err := os.OpenFile(filepath.Join(c.LogDir(), "manager.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer managerLog.Close()
+	fmt.Printf("The manager logs to %s.\n\n", managerLog.Name())
+	return runManager(ctx, managerPath, c.KubeconfigPath, c.RESTConfig, samples, managerEnv, announce, managerLog)
 }
 
-// connectHint tells how to reach the sample database once it is Available:
-// psql from this machine through the read-write Service, with the password
-// read from the credentials Secret (never printed here).
-func connectHint(realNode bool, kubectl string, sample *unstructured.Unstructured) string {
-	if !realNode {
-		return "\n(kwok nodes run no database: there is nothing to connect to.)\n"
+func nodeNote(realNode bool) string {
+	if realNode {
+		return "\nThe database runs for real: once it is Available, a connect command is printed.\n"
 	}
-	name := sample.GetName()
-	engine, _, _ := unstructured.NestedString(sample.Object, "spec", "engine")
-	secret := fmt.Sprintf("$(%s get secret %s-credentials -o jsonpath='{.data.%%s}' | base64 -d)", kubectl, name)
-	host := fmt.Sprintf("$(%s get service %s-rw -o jsonpath='{.spec.clusterIP}')", kubectl, name)
-	if engine == string(dbpilotv1alpha1.EnginePostgres) {
-		return fmt.Sprintf("\nOnce it is Available, connect to it with psql:\n\n    PGPASSWORD=%s psql -h %s -U %s %s\n",
-			fmt.Sprintf(secret, "password"), host, fmt.Sprintf(secret, "username"), fmt.Sprintf(secret, "username"))
+	return "\nkwok nodes run no database: there is nothing to connect to.\n"
+}
+
+// printConnectCommand prints how to reach an Available database from this
+// machine through its read-write Service, with the password read from the
+// credentials Secret by the command itself (it is never printed here).
+func printConnectCommand(ctx context.Context, c client.Client, kubectl string, db *dbpilotv1alpha1.Database) {
+	svc := &corev1.Service{}
+	secret := &corev1.Secret{}
+	if c.Get(ctx, client.ObjectKey{Namespace: db.Namespace, Name: db.ReadWriteServiceName()}, svc) != nil ||
+		c.Get(ctx, client.ObjectKey{Namespace: db.Namespace, Name: db.CredentialsSecretName()}, secret) != nil {
+		return
 	}
-	return fmt.Sprintf("\nOnce it is Available, connect to it with mariadb:\n\n    mariadb -h %s -u %s -p%s %s\n",
-		host, fmt.Sprintf(secret, "username"), fmt.Sprintf(secret, "password"), fmt.Sprintf(secret, "username"))
+	user := string(secret.Data[desired.SecretKeyUsername])
+	password := fmt.Sprintf("$(%s get secret %s -o jsonpath='{.data.%s}' | base64 -d)", kubectl, db.CredentialsSecretName(), desired.SecretKeyPassword)
+	if db.Spec.Engine == dbpilotv1alpha1.EnginePostgres {
+		fmt.Printf("\n>> database/%s accepts connections. From this machine:\n\n    PGPASSWORD=%s psql -h %s -U %s %s\n\n",
+			db.Name, password, svc.Spec.ClusterIP, user, user)
+		return
+	}
+	fmt.Printf("\n>> database/%s accepts connections. From this machine:\n\n    mariadb -h %s -u %s -p%s %s\n\n",
+		db.Name, svc.Spec.ClusterIP, user, password, user)
 }
 
 // progress returns a function that prints numbered steps with the time
@@ -207,7 +230,8 @@ func applySamples(ctx context.Context, cfg *rest.Config, dir string) ([]*unstruc
 
 // runManager runs the manager binary until ctx ends or it exits, printing the
 // samples' status whenever it changes.
-func runManager(ctx context.Context, managerPath, kubeconfig string, cfg *rest.Config, samples []*unstructured.Unstructured, env []string) error {
+func runManager(ctx context.Context, managerPath, kubeconfig string, cfg *rest.Config, samples []*unstructured.Unstructured, env []string,
+	announce func(context.Context, client.Client, *dbpilotv1alpha1.Database), logTo io.Writer) error {
 	metricsPort, err := localcluster.FreePort()
 	if err != nil {
 		return err
@@ -222,7 +246,7 @@ func runManager(ctx context.Context, managerPath, kubeconfig string, cfg *rest.C
 		"--leader-elect=false",
 	)
 	cmd.Env = append(append(os.Environ(), "KUBECONFIG="+kubeconfig), env...)
-	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	cmd.Stdout, cmd.Stderr = logTo, logTo
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("starting manager: %w", err)
@@ -230,7 +254,7 @@ func runManager(ctx context.Context, managerPath, kubeconfig string, cfg *rest.C
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	if len(samples) > 0 {
-		go watchSamples(ctx, cfg, samples)
+		go watchSamples(ctx, cfg, samples, announce)
 	}
 	select {
 	case err := <-exited:
@@ -248,8 +272,10 @@ func runManager(ctx context.Context, managerPath, kubeconfig string, cfg *rest.C
 	return nil
 }
 
-// watchSamples prints one line per sample whenever its status changes.
-func watchSamples(ctx context.Context, cfg *rest.Config, samples []*unstructured.Unstructured) {
+// watchSamples prints one line per sample whenever its status changes, and
+// announces each sample the first time it is Available.
+func watchSamples(ctx context.Context, cfg *rest.Config, samples []*unstructured.Unstructured,
+	announce func(context.Context, client.Client, *dbpilotv1alpha1.Database)) {
 	scheme, err := options.Scheme()
 	if err != nil {
 		return
@@ -259,6 +285,7 @@ func watchSamples(ctx context.Context, cfg *rest.Config, samples []*unstructured
 		return
 	}
 	last := map[string]string{}
+	announced := map[string]bool{}
 	ticker := time.NewTicker(time.Second)
 	defer ticker.Stop()
 	for {
@@ -271,6 +298,10 @@ func watchSamples(ctx context.Context, cfg *rest.Config, samples []*unstructured
 			if line != last[db.Name] {
 				last[db.Name] = line
 				fmt.Printf("%s  database/%s  %s\n", time.Now().Format("15:04:05"), db.Name, line)
+			}
+			if announce != nil && !announced[db.Name] && meta.IsStatusConditionTrue(db.Status.Conditions, dbpilotv1alpha1.ConditionAvailable) {
+				announced[db.Name] = true
+				announce(ctx, c, db)
 			}
 		}
 		select {
