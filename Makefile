@@ -17,6 +17,9 @@ CONTROLLER_GEN_VERSION ?= v0.21.0
 KUSTOMIZE_VERSION ?= v5.8.1
 OPERATOR_SDK_VERSION ?= v1.33.0
 OPM_VERSION ?= v1.69.0
+COREDNS_VERSION ?= v1.13.1
+OLM_VERSION ?= v0.38.0
+GRPC_HEALTH_PROBE_VERSION ?= v0.4.40
 
 # The bundle: channels follow the stable/fast/candidate naming.
 CHANNELS ?= candidate,fast,stable
@@ -42,12 +45,15 @@ KUSTOMIZE := $(LOCALBIN)/kustomize/$(KUSTOMIZE_VERSION)/kustomize
 OPERATOR_SDK := $(LOCALBIN)/operator-sdk/$(OPERATOR_SDK_VERSION)/operator-sdk
 SCORECARD_TEST := $(LOCALBIN)/operator-sdk/$(OPERATOR_SDK_VERSION)/scorecard-test
 OPM := $(LOCALBIN)/opm/$(OPM_VERSION)/opm
+COREDNS := $(LOCALBIN)/coredns/$(COREDNS_VERSION)/coredns
+OLM_DIR := $(LOCALBIN)/olm/$(OLM_VERSION)
+GRPC_HEALTH_PROBE := $(LOCALBIN)/grpc-health-probe/$(GRPC_HEALTH_PROBE_VERSION)/grpc_health_probe
 KUBECTL := $(LOCALBIN)/kubectl
 BUILD_TOOL := hack/build-tool.sh
 
 # Progress of tool builds: "[n/m] building X", where m counts the tools that
 # are missing when make starts.
-TOOL_FILES = $(KUBE_DIR)/.built $(ETCD) $(KWOK) $(CONTROLLER_GEN) $(KUSTOMIZE) $(OPERATOR_SDK) $(OPM)
+TOOL_FILES = $(KUBE_DIR)/.built $(ETCD) $(KWOK) $(CONTROLLER_GEN) $(KUSTOMIZE) $(OPERATOR_SDK) $(OPM) $(COREDNS) $(OLM_DIR)/.built $(GRPC_HEALTH_PROBE)
 export BUILD_TOTAL := $(words $(filter-out $(wildcard $(TOOL_FILES)),$(TOOL_FILES)))
 export BUILD_COUNTER := $(LOCALBIN)/.build-count-$(shell echo $$PPID)
 
@@ -127,8 +133,8 @@ bench-autopilot: ## Replay the trace suite through the auto-pilot and the HPA ba
 	$(GO) test -count=1 -run '^$$' -bench BenchmarkDecideCycle -benchtime 3x ./autopilot/
 
 .PHONY: bench-controlplane
-bench-controlplane: controlplane ## Print the local control plane's start time and a 3-replica StatefulSet's time to Ready.
-	$(GO) test -count=1 -run '^$$' -bench BenchmarkControlPlane -benchtime 3x ./tests/cluster/
+bench-controlplane: controlplane ## Print the local control plane's start time and a 3-replica StatefulSet's time to Ready; with a real node, its cold start and a PostgreSQL pod's time to Ready.
+	$(GO) test -count=1 -run '^$$' -bench 'BenchmarkControlPlane|BenchmarkRealNode' -benchtime 3x ./internal/localcluster/
 
 ##@ OLM bundle
 
@@ -150,11 +156,15 @@ bundle-validate: $(OPERATOR_SDK) ## Validate the bundle with operator-framework/
 	$(OPERATOR_SDK) bundle validate ./bundle --select-optional suite=operatorframework --optional-values=k8s-version=1.36
 
 .PHONY: scorecard
-scorecard: $(OPERATOR_SDK) $(SCORECARD_TEST) ## Scorecard: the real `operator-sdk scorecard` with a cluster that runs pods (SCORECARD_CLUSTER=1), else the six built-in tests offline.
+scorecard: $(OPERATOR_SDK) $(SCORECARD_TEST) ## Scorecard: the real `operator-sdk scorecard` on a local real node where the machine allows one (or against $$KUBECONFIG with SCORECARD_CLUSTER=1), else the six built-in tests offline.
 ifeq ($(SCORECARD_CLUSTER),1)
 	$(OPERATOR_SDK) scorecard bundle --wait-time 120s
 else
-	cd hack/tools/olm && $(GO) run ./scorecard-offline --scorecard-test $(SCORECARD_TEST) --bundle $(CURDIR)/bundle --work-dir $(LOCALBIN)/scorecard-root
+	@if $(GO) run ./hack/realnode-check; then \
+		$(MAKE) controlplane && $(GO) run ./hack/scorecard --operator-sdk $(OPERATOR_SDK) --scorecard-test $(SCORECARD_TEST) --bundle bundle; \
+	else \
+		cd hack/tools/olm && $(GO) run ./scorecard-offline --scorecard-test $(SCORECARD_TEST) --bundle $(CURDIR)/bundle --work-dir $(LOCALBIN)/scorecard-root; \
+	fi
 endif
 
 .PHONY: catalog
@@ -182,7 +192,7 @@ build: ## Build the manager and the instance program.
 	$(GO) build -o $(LOCALBIN)/instance ./cmd/instance
 
 .PHONY: run
-run: controlplane manifests build ## Run the operator: against $KUBECONFIG if set, else on a local control plane with a sample Database.
+run: $(if $(KUBECONFIG),,controlplane) manifests build ## Run the operator: against $KUBECONFIG if set, else on a local control plane (a real node where the machine allows it) with a sample Database.
 	$(GO) run ./hack/run --manager $(LOCALBIN)/manager --crds config/crd/bases --samples config/samples --state .local/cluster $(RUN_FLAGS)
 
 ##@ Deployment
@@ -219,20 +229,30 @@ deps: ## Install the Debian packages the suites need (apt-get as root; otherwise
 	@hack/install-debian-packages.sh $(DEBIAN_PACKAGES)
 
 .PHONY: controlplane
-controlplane: $(CONTROLPLANE)/.$(KUBE_VERSION)-$(ETCD_VERSION)-$(KWOK_VERSION) $(KUBECTL) ## Build the local control plane's binaries.
+CONTROLPLANE_STAMP := $(CONTROLPLANE)/.$(KUBE_VERSION)-$(ETCD_VERSION)-$(KWOK_VERSION)-$(COREDNS_VERSION)-$(OLM_VERSION)-$(OPM_VERSION)
 
-$(CONTROLPLANE)/.$(KUBE_VERSION)-$(ETCD_VERSION)-$(KWOK_VERSION): $(KUBE_DIR)/.built $(ETCD) $(KWOK)
+controlplane: $(CONTROLPLANE_STAMP) $(KUBECTL) ## Build the local cluster's binaries (control plane, kwok, the real node's, OLM's), linked into bin/controlplane.
+
+$(CONTROLPLANE_STAMP): $(KUBE_DIR)/.built $(ETCD) $(KWOK) $(COREDNS) $(OLM_DIR)/.built $(GRPC_HEALTH_PROBE) $(OPM)
 	rm -rf $(CONTROLPLANE) && mkdir -p $(CONTROLPLANE)/kwok-stages
 	for b in kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl; do ln -s $(KUBE_DIR)/$$b $(CONTROLPLANE)/$$b; done
+	for b in olm catalog copy-content cpb crds; do ln -s $(OLM_DIR)/$$b $(CONTROLPLANE)/olm-$$b; done
 	ln -s $(ETCD) $(CONTROLPLANE)/etcd
 	ln -s $(KWOK) $(CONTROLPLANE)/kwok
+	ln -s $(COREDNS) $(CONTROLPLANE)/coredns
+	ln -s $(GRPC_HEALTH_PROBE) $(CONTROLPLANE)/grpc_health_probe
+	ln -s $(OPM) $(CONTROLPLANE)/opm
 	stages=$$($(GO) env GOMODCACHE)/sigs.k8s.io/kwok@$(KWOK_VERSION)/kustomize/stage; \
 	cp $$stages/node/fast/node-initialize.yaml $$stages/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml \
 	   $$stages/pod/fast/pod-ready.yaml $$stages/pod/fast/pod-complete.yaml $$stages/pod/fast/pod-delete.yaml $(CONTROLPLANE)/kwok-stages/
 	chmod -R u+w $(CONTROLPLANE)/kwok-stages
 	touch $@
 
-$(KUBECTL): $(KUBE_DIR)/.built
+# kubectl alone, for install and deploy: building the control plane just to
+# get kubectl would take minutes.
+$(KUBECTL): hack/tools/kube/go.mod hack/tools/kube/go.sum
+	test -x $(KUBE_DIR)/kubectl || { cd hack/tools/kube && ../../../$(BUILD_TOOL) "kubectl $(KUBE_VERSION)" \
+		env CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(KUBE_LDFLAGS)" -o $(KUBE_DIR)/ ./kubectl; }
 	ln -sf $(KUBE_DIR)/kubectl $(KUBECTL)
 
 $(KUBE_DIR)/.built: hack/tools/kube/go.mod hack/tools/kube/go.sum
@@ -266,8 +286,30 @@ $(OPM): hack/tools/opm/go.mod hack/tools/opm/go.sum
 		-ldflags "-s -w -X github.com/operator-framework/operator-registry/cmd/opm/version.gitCommit=$(OPM_VERSION) -X github.com/operator-framework/operator-registry/cmd/opm/version.opmVersion=$(OPM_VERSION)" \
 		-o $(OPM) github.com/operator-framework/operator-registry/cmd/opm
 
+$(COREDNS): hack/tools/coredns/go.mod hack/tools/coredns/go.sum
+	cd hack/tools/coredns && ../../../$(BUILD_TOOL) "coredns $(COREDNS_VERSION)" \
+		env CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(COREDNS) github.com/coredns/coredns
+
+$(OLM_DIR)/.built: hack/tools/olm-operators/go.mod hack/tools/olm-operators/go.sum
+	cd hack/tools/olm-operators && ../../../$(BUILD_TOOL) "OLM $(OLM_VERSION) (olm, catalog, copy-content, cpb)" \
+		env CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(OLM_DIR)/ \
+		github.com/operator-framework/operator-lifecycle-manager/cmd/olm \
+		github.com/operator-framework/operator-lifecycle-manager/cmd/catalog \
+		github.com/operator-framework/operator-lifecycle-manager/cmd/copy-content \
+		github.com/operator-framework/operator-lifecycle-manager/util/cpb
+	rm -rf $(OLM_DIR)/crds && cp -r $$(cd hack/tools/olm-operators && $(GO) list -m -f '{{.Dir}}' github.com/operator-framework/operator-lifecycle-manager)/deploy/chart/crds $(OLM_DIR)/crds
+	chmod -R u+w $(OLM_DIR)/crds
+	touch $@
+
+$(GRPC_HEALTH_PROBE): hack/tools/grpc-health-probe/go.mod hack/tools/grpc-health-probe/go.sum
+	cd hack/tools/grpc-health-probe && ../../../$(BUILD_TOOL) "grpc_health_probe $(GRPC_HEALTH_PROBE_VERSION)" \
+		env CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(GRPC_HEALTH_PROBE) github.com/grpc-ecosystem/grpc-health-probe
+
+.PHONY: realnode-tools
+realnode-tools: $(COREDNS) $(OLM_DIR)/.built $(GRPC_HEALTH_PROBE) ## Build the real node's extra tools: CoreDNS, OLM's operators, grpc_health_probe.
+
 .PHONY: tools
-tools: controlplane controller-gen kustomize operator-sdk opm ## Build every pinned tool.
+tools: controlplane realnode-tools controller-gen kustomize operator-sdk opm ## Build every pinned tool.
 
 .PHONY: operator-sdk opm
 operator-sdk: $(OPERATOR_SDK) $(SCORECARD_TEST) ## Build operator-sdk and the scorecard test program.

@@ -1,6 +1,10 @@
 package imagecatalog
 
-import "testing"
+import (
+	"os"
+	"strings"
+	"testing"
+)
 
 func TestEngineImage(t *testing.T) {
 	c, err := FromEnvironment([]string{
@@ -45,5 +49,25 @@ func TestDefaultIsUpstream(t *testing.T) {
 	}
 	if c.Instance != DefaultInstanceImage {
 		t.Errorf("default instance image = %s", c.Instance)
+	}
+}
+
+// TestManagerDeploymentListsTheDefaults keeps the operator's Deployment (and
+// so the CSV's relatedImages, which OLM builds from it) equal to the
+// defaults in code.
+func TestManagerDeploymentListsTheDefaults(t *testing.T) {
+	data, err := os.ReadFile("../../config/manager/manager.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range Default().Variables() {
+		name, value, _ := strings.Cut(v, "=")
+		entry := "- name: " + name + "\n          value: " + value + "\n"
+		if !strings.Contains(string(data), entry) {
+			t.Errorf("config/manager/manager.yaml does not set %s=%s", name, value)
+		}
+	}
+	if got, want := strings.Count(string(data), "name: "+EnvPrefix), len(Default().Variables()); got != want {
+		t.Errorf("config/manager/manager.yaml sets %d image variables, the catalog has %d", got, want)
 	}
 }

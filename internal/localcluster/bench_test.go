@@ -3,14 +3,17 @@ package localcluster_test
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
 
 	"github.com/dbpilot/dbpilot/internal/localcluster"
+	"github.com/dbpilot/dbpilot/internal/localimages"
 )
 
 // BenchmarkControlPlane reports how long the local control plane takes to
@@ -66,4 +69,103 @@ func BenchmarkControlPlane(b *testing.B) {
 	}
 	b.ReportMetric(startTotal.Seconds()/float64(b.N), "start-s/op")
 	b.ReportMetric(readyTotal.Seconds()/float64(b.N), "sts-ready-s/op")
+}
+
+// BenchmarkRealNode reports the real node's cold start (the control plane
+// with a real node, until the node is Ready) and a PostgreSQL 15 pod's time
+// from create to Ready (initdb included), its image built from the
+// machine's Debian packages and pulled from the local registry.
+// `make bench-controlplane` runs it where the machine allows a real node.
+func BenchmarkRealNode(b *testing.B) {
+	if err := localcluster.RealNodeAvailable(); err != nil {
+		b.Skipf("no real node on this machine: %v", err)
+	}
+	var startTotal, readyTotal time.Duration
+	for i := range b.N {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		began := time.Now()
+		c, err := localcluster.Start(ctx, localcluster.Config{RealNode: true})
+		if err != nil {
+			cancel()
+			b.Fatalf("starting control plane with a real node: %v", err)
+		}
+		started := time.Since(began)
+		img, err := localimages.Postgres15(filepath.Join(mustRepoRoot(b), "bin", "images"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := c.PushImage(ctx, localimages.PostgresImage, img); err != nil {
+			b.Fatal(err)
+		}
+		clientset, err := kubernetes.NewForConfig(c.RESTConfig)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for {
+			if _, err := clientset.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{}); err == nil {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		created := time.Now()
+		if _, err := clientset.CoreV1().Pods("default").Create(ctx, postgresPod(), metav1.CreateOptions{}); err != nil {
+			b.Fatal(err)
+		}
+		for {
+			pod, err := clientset.CoreV1().Pods("default").Get(ctx, "postgres", metav1.GetOptions{})
+			if err == nil && podReady(pod) {
+				break
+			}
+			if ctx.Err() != nil {
+				b.Fatal("the PostgreSQL pod never became Ready")
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		ready := time.Since(created)
+		cancel()
+		if err := c.Stop(); err != nil {
+			b.Fatal(err)
+		}
+		startTotal += started
+		readyTotal += ready
+		b.Logf("run %d: control plane with a real node started in %.2fs, PostgreSQL pod Ready in %.2fs", i+1, started.Seconds(), ready.Seconds())
+	}
+	b.ReportMetric(startTotal.Seconds()/float64(b.N), "realnode-start-s/op")
+	b.ReportMetric(readyTotal.Seconds()/float64(b.N), "postgres-ready-s/op")
+}
+
+// postgresPod runs initdb and PostgreSQL in a pod, Ready once pg_isready
+// answers.
+func postgresPod() *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "postgres", Namespace: "default"},
+		Spec: corev1.PodSpec{
+			SecurityContext: &corev1.PodSecurityContext{RunAsUser: ptr.To[int64](999), RunAsGroup: ptr.To[int64](999)},
+			Containers: []corev1.Container{{
+				Name: "postgres", Image: localimages.PostgresImage, ImagePullPolicy: corev1.PullAlways,
+				Command: []string{"sh", "-c", "initdb -D /tmp/pgdata -U postgres --auth=trust >/dev/null && exec postgres -D /tmp/pgdata -c listen_addresses=127.0.0.1 -k /tmp"},
+				ReadinessProbe: &corev1.Probe{
+					ProbeHandler:  corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: []string{"pg_isready", "-h", "127.0.0.1"}}},
+					PeriodSeconds: 1,
+				},
+			}},
+		},
+	}
+}
+
+func podReady(pod *corev1.Pod) bool {
+	for _, cond := range pod.Status.Conditions {
+		if cond.Type == corev1.PodReady {
+			return cond.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func mustRepoRoot(b *testing.B) string {
+	root, err := localcluster.RepoRoot()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return root
 }

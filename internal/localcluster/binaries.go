@@ -19,9 +19,10 @@ type Binaries struct {
 	Scheduler         string
 	Kwok              string
 	Kubectl           string
-	// Kubelet and KubeProxy run the real node.
+	// Kubelet, KubeProxy and CoreDNS run the real node.
 	Kubelet   string
 	KubeProxy string
+	CoreDNS   string
 	// StagesDir holds kwok's Stage manifests (node and pod lifecycles).
 	StagesDir string
 }
@@ -37,6 +38,7 @@ func BinariesIn(dir string) Binaries {
 		Kubectl:           filepath.Join(dir, "kubectl"),
 		Kubelet:           filepath.Join(dir, "kubelet"),
 		KubeProxy:         filepath.Join(dir, "kube-proxy"),
+		CoreDNS:           filepath.Join(dir, "coredns"),
 		StagesDir:         filepath.Join(dir, "kwok-stages"),
 	}
 }
@@ -78,7 +80,7 @@ func (b Binaries) check(realNode bool) error {
 	var missing []string
 	paths := []string{b.Etcd, b.APIServer, b.ControllerManager, b.Scheduler, b.Kwok, b.StagesDir}
 	if realNode {
-		paths = append(paths, b.Kubelet, b.KubeProxy)
+		paths = append(paths, b.Kubelet, b.KubeProxy, b.CoreDNS)
 	}
 	for _, path := range paths {
 		if !fileExists(path) {

@@ -25,9 +25,9 @@ const (
 	BridgeIP   = "10.244.0.1"
 	bridgeName = "dbpilot0"
 	podSubnet  = "10.244.0.0/24"
-	// clusterDNSIP would be CoreDNS's Service address; no DNS runs yet, so
-	// pods reach each other by IP and Service address.
 	forwardComment = "dbpilot-realnode: pods stay on the bridge"
+	// ClusterDomain is the DNS domain of Services and pods.
+	ClusterDomain = "cluster.local"
 )
 
 // realNode is one kubelet with containerd, runc, the CNI bridge and
@@ -202,6 +202,18 @@ func (c *Cluster) startRealNode(ctx context.Context, certs pki, apiPort int) err
 	if _, err := n.start(c.LogDir(), "kube-proxy", c.cfg.Binaries.KubeProxy, "--config="+proxyConfig); err != nil {
 		return err
 	}
+
+	// CoreDNS runs on the node's address, as the cluster's DNS server: it
+	// answers for Services and pods and forwards nothing, so no pod
+	// resolves a name outside the cluster.
+	c.cfg.Progress("coredns")
+	corefile := filepath.Join(n.dir, "Corefile")
+	if err := os.WriteFile(corefile, []byte(coreDNSConfig(c.KubeconfigPath)), 0o644); err != nil {
+		return err
+	}
+	if _, err := n.start(c.LogDir(), "coredns", c.cfg.Binaries.CoreDNS, "-conf", corefile); err != nil {
+		return err
+	}
 	if err := n.record.save(); err != nil {
 		return err
 	}
@@ -307,7 +319,8 @@ authentication:
   webhook: {enabled: false}
   x509: {clientCAFile: %[7]s}
 authorization: {mode: AlwaysAllow}
-clusterDomain: cluster.local
+clusterDomain: %[9]s
+clusterDNS: [%[2]s]
 resolvConf: /etc/resolv.conf
 staticPodPath: ""
 serializeImagePulls: false
@@ -317,7 +330,21 @@ evictionHard: {"memory.available": "100Mi", "nodefs.available": "1%%", "imagefs.
 nodeStatusUpdateFrequency: 10s
 podLogsDir: %[8]s
 `, socket, BridgeIP, port, healthzPort, certs.nodeServingCert(), certs.nodeServingKey(), certs.caCert(),
-		filepath.Join(n.dir, "pod-logs"))
+		filepath.Join(n.dir, "pod-logs"), ClusterDomain)
+}
+
+func coreDNSConfig(kubeconfig string) string {
+	return fmt.Sprintf(`.:53 {
+    bind %s
+    errors
+    kubernetes %s in-addr.arpa ip6.arpa {
+        kubeconfig %s
+        pods insecure
+        fallthrough in-addr.arpa ip6.arpa
+    }
+    cache 30
+}
+`, BridgeIP, ClusterDomain, kubeconfig)
 }
 
 func kubeProxyConfig(kubeconfig string, healthzPort, metricsPort int) string {

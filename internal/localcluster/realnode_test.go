@@ -2,6 +2,7 @@ package localcluster_test
 
 import (
 	"context"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -158,6 +159,14 @@ func TestRealNodeRunsPodsAndLeavesNothing(t *testing.T) {
 	got, err := clientset.CoreV1().Pods("default").Get(ctx, "sleeper", metav1.GetOptions{})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(got.Spec.NodeName).To(Equal(localcluster.RealNodeName))
+
+	// The cluster's DNS answers for Services on the node's address.
+	resolver := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, network, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, network, net.JoinHostPort(localcluster.BridgeIP, "53"))
+	}}
+	g.Eventually(func() ([]string, error) {
+		return resolver.LookupHost(ctx, "kubernetes.default.svc.cluster.local")
+	}, 30*time.Second, 200*time.Millisecond).Should(Equal([]string{"10.96.0.1"}))
 
 	during := readMachineState(t)
 	g.Expect(during.Links).To(ContainElement("dbpilot0"), "the node's bridge is up while it runs")

@@ -48,8 +48,10 @@ type Entry struct {
 type Spec struct {
 	// Entries are the root filesystem; parents are added as needed.
 	Entries []Entry
-	// Entrypoint, Env, User and WorkingDir go into the image configuration.
+	// Entrypoint, Cmd, Env, User and WorkingDir go into the image
+	// configuration.
 	Entrypoint []string
+	Cmd        []string
 	Env        []string
 	User       string
 	WorkingDir string
@@ -90,6 +92,7 @@ func Build(spec Spec, cacheDir string) (v1.Image, error) {
 	cfg.Architecture, cfg.OS = "amd64", "linux"
 	cfg.Created = v1.Time{Time: epoch}
 	cfg.Config.Entrypoint = spec.Entrypoint
+	cfg.Config.Cmd = spec.Cmd
 	cfg.Config.Env = spec.Env
 	cfg.Config.User = spec.User
 	cfg.Config.WorkingDir = spec.WorkingDir
@@ -134,7 +137,7 @@ func storeCached(dir string, img v1.Image) error {
 // source file's content.
 func (s Spec) contentKey() (string, error) {
 	h := sha256.New()
-	fmt.Fprintf(h, "%q %q %q %q\n", s.Entrypoint, s.Env, s.User, s.WorkingDir)
+	fmt.Fprintf(h, "%q %q %q %q %q\n", s.Entrypoint, s.Cmd, s.Env, s.User, s.WorkingDir)
 	for _, e := range s.sorted() {
 		fmt.Fprintf(h, "%s %s %o %t %d\n", e.Path, e.Link, e.Mode, e.Dir, len(e.Content))
 		h.Write(e.Content)

@@ -217,6 +217,11 @@ func TestDatabaseServesAndKeepsData(t *testing.T) {
 				defer session.close()
 				return session.queryInt(ctx, "SELECT SUM(id) FROM orders")
 			}, 30*time.Second, 500*time.Millisecond).Should(Equal(5050), "the rows survive the pod")
+
+			g.Expect(k8sClient.Delete(ctx, db)).To(Succeed())
+			g.Eventually(func() error {
+				return k8sClient.Get(ctx, client.ObjectKeyFromObject(db), db)
+			}, 2*time.Minute, 500*time.Millisecond).Should(MatchError(ContainSubstring("not found")))
 		})
 	}
 }

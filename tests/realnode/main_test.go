@@ -25,6 +25,9 @@ import (
 	"github.com/dbpilot/dbpilot/internal/options"
 )
 
+// inProcessNamespaces are watched by the operator this test process runs.
+const inProcessNamespaces = "real-postgres,real-mariadb"
+
 var (
 	cluster   *localcluster.Cluster
 	k8sClient client.Client
@@ -112,6 +115,9 @@ func run(m *testing.M) (code int) {
 // with the image catalog of the local images.
 func startOperator(scheme any) (func(), error) {
 	opts := options.Default()
+	// Only the namespaces of the tests that use this operator: the OLM
+	// test's Databases must be reconciled by the operator OLM installs.
+	opts.WatchNamespaces = inProcessNamespaces
 	opts.LeaderElection = false
 	opts.MetricsBindAddress = "0"
 	opts.HealthProbeBindAddress = "0"
