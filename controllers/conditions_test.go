@@ -20,7 +20,7 @@ var testNow = metav1.NewTime(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
 func testDatabase(replicas int32) *dbpilotv1alpha1.Database {
 	db := &dbpilotv1alpha1.Database{Spec: dbpilotv1alpha1.DatabaseSpec{
 		Engine: dbpilotv1alpha1.EnginePostgres, Replicas: ptr.To(replicas),
-		Storage: dbpilotv1alpha1.StorageSpec{Size: resource.MustParse("1Gi")},
+		Storage: &dbpilotv1alpha1.StorageSpec{Size: ptr.To(resource.MustParse("1Gi"))},
 	}}
 	db.Name, db.Namespace, db.Generation = "db", "ns", 4
 	return db

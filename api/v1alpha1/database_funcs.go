@@ -167,11 +167,32 @@ func MajorVersion(version string) string {
 	return major
 }
 
+// DefaultStorageSize is the volume size when spec.storage.size is unset (the
+// API server defaults it too).
+var DefaultStorageSize = resource.MustParse("10Gi")
+
+// SpecStorageSize is spec.storage.size, DefaultStorageSize when unset.
+func (d *Database) SpecStorageSize() resource.Quantity {
+	if d.Spec.Storage == nil || d.Spec.Storage.Size == nil {
+		return DefaultStorageSize
+	}
+	return *d.Spec.Storage.Size
+}
+
+// StorageClassName is spec.storage.storageClassName, nil for the cluster's
+// default StorageClass.
+func (d *Database) StorageClassName() *string {
+	if d.Spec.Storage == nil {
+		return nil
+	}
+	return d.Spec.Storage.StorageClassName
+}
+
 // EffectiveStorageSize is the volume size to have: the auto-pilot's
 // recommendation in Auto mode when it is larger than spec.storage.size
 // (volumes never shrink), else the spec.
 func (d *Database) EffectiveStorageSize() resource.Quantity {
-	size := d.Spec.Storage.Size
+	size := d.SpecStorageSize()
 	rec := d.autopilotRecommendation()
 	if rec == nil || rec.StorageSize == nil || rec.StorageSize.Cmp(size) <= 0 {
 		return size

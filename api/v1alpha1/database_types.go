@@ -103,7 +103,7 @@ type DatabaseList struct {
 // +kubebuilder:validation:XValidation:rule="has(oldSelf.credentialsSecretName) == has(self.credentialsSecretName) && (!has(self.credentialsSecretName) || self.credentialsSecretName == oldSelf.credentialsSecretName)",message="spec.credentialsSecretName is immutable: the running database keeps the credentials it was created with"
 // +kubebuilder:validation:XValidation:rule="!has(self.autopilot) || self.autopilot.mode == 'Off' || !has(self.autopilot.replicas) || (self.replicas >= self.autopilot.replicas.min && self.replicas <= self.autopilot.replicas.max)",message="spec.replicas must lie within spec.autopilot.replicas.min and max while the auto-pilot is on"
 // +kubebuilder:validation:XValidation:rule="!has(self.autopilot) || self.autopilot.mode == 'Off' || !has(self.autopilot.tiers) || ({'small': 0, 'medium': 1, 'large': 2, 'xlarge': 3, '2xlarge': 4}[self.tier] >= {'small': 0, 'medium': 1, 'large': 2, 'xlarge': 3, '2xlarge': 4}[self.autopilot.tiers.min] && {'small': 0, 'medium': 1, 'large': 2, 'xlarge': 3, '2xlarge': 4}[self.tier] <= {'small': 0, 'medium': 1, 'large': 2, 'xlarge': 3, '2xlarge': 4}[self.autopilot.tiers.max])",message="spec.tier must lie within spec.autopilot.tiers.min and max while the auto-pilot is on"
-// +kubebuilder:validation:XValidation:rule="!has(self.autopilot) || !has(self.autopilot.storage) || !has(self.autopilot.storage.maxSize) || quantity(string(self.autopilot.storage.maxSize)).compareTo(quantity(string(self.storage.size))) >= 0",message="spec.autopilot.storage.maxSize must not be smaller than spec.storage.size"
+// +kubebuilder:validation:XValidation:rule="!has(self.autopilot) || !has(self.autopilot.storage) || !has(self.autopilot.storage.maxSize) || !has(self.storage) || !has(self.storage.size) || quantity(string(self.autopilot.storage.maxSize)).compareTo(quantity(string(self.storage.size))) >= 0",message="spec.autopilot.storage.maxSize must not be smaller than spec.storage.size"
 type DatabaseSpec struct {
 	// engine is the database engine: postgres, mysql or mariadb. It cannot be
 	// changed after creation.
@@ -142,10 +142,12 @@ type DatabaseSpec struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Tier",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:select:small","urn:alm:descriptor:com.tectonic.ui:select:medium","urn:alm:descriptor:com.tectonic.ui:select:large","urn:alm:descriptor:com.tectonic.ui:select:xlarge","urn:alm:descriptor:com.tectonic.ui:select:2xlarge"}
 	Tier Tier `json:"tier,omitempty"`
 
-	// storage is the volume of each pod. It can grow but never shrink.
-	// +required
+	// storage is the volume of each pod: 10Gi of the cluster's default
+	// StorageClass when unset. It can grow but never shrink.
+	// +optional
+	// +kubebuilder:default={size: "10Gi"}
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Storage",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:fieldGroup:storage"}
-	Storage StorageSpec `json:"storage"`
+	Storage *StorageSpec `json:"storage,omitempty"`
 
 	// credentialsSecretName names an existing Secret in the Database's namespace
 	// holding the keys username, password and superuser-password. When unset,
@@ -184,15 +186,17 @@ type DatabaseSpec struct {
 }
 
 // StorageSpec is the persistent volume of each pod.
-// +kubebuilder:validation:XValidation:rule="quantity(string(self.size)).compareTo(quantity(string(oldSelf.size))) >= 0",message="spec.storage.size cannot shrink: volumes can only grow"
+// +kubebuilder:validation:XValidation:rule="!has(self.size) || !has(oldSelf.size) || quantity(string(self.size)).compareTo(quantity(string(oldSelf.size))) >= 0",message="spec.storage.size cannot shrink: volumes can only grow"
 // +kubebuilder:validation:XValidation:rule="has(self.storageClassName) == has(oldSelf.storageClassName) && (!has(self.storageClassName) || self.storageClassName == oldSelf.storageClassName)",message="spec.storage.storageClassName is immutable"
 type StorageSpec struct {
-	// size is the capacity of each pod's volume, for example 20Gi. It can grow
-	// (when the StorageClass allows volume expansion) but never shrink.
-	// +required
+	// size is the capacity of each pod's volume, for example 20Gi; 10Gi when
+	// unset. It can grow (when the StorageClass allows volume expansion) but
+	// never shrink.
+	// +optional
+	// +kubebuilder:default="10Gi"
 	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).compareTo(quantity('1Mi')) >= 0",message="spec.storage.size must be at least 1Mi"
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Volume Size",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:fieldGroup:storage","urn:alm:descriptor:com.tectonic.ui:text"}
-	Size resource.Quantity `json:"size"`
+	Size *resource.Quantity `json:"size,omitempty"`
 
 	// storageClassName is the StorageClass of the volumes; the cluster's default
 	// StorageClass when unset. It cannot be changed after creation.
@@ -202,8 +206,8 @@ type StorageSpec struct {
 	StorageClassName *string `json:"storageClassName,omitempty"`
 }
 
-// BackupSpec schedules backups. Backups themselves are taken by a later
-// release of dbpilot; the fields are accepted and validated now.
+// BackupSpec schedules backups. Backups are not taken yet: the fields are
+// accepted and validated so manifests written today keep working.
 type BackupSpec struct {
 	// schedule is when backups run, in cron format ("minute hour day-of-month
 	// month day-of-week", for example "0 */6 * * *") or a macro such as @daily.
@@ -221,10 +225,12 @@ type BackupSpec struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Backups Kept",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:fieldGroup:backup","urn:alm:descriptor:com.tectonic.ui:number"}
 	Retention int32 `json:"retention,omitempty"`
 
-	// destination is where backups are written.
-	// +required
+	// destination is where backups are written: an S3-compatible object
+	// store or an existing claim; when unset, a volume dbpilot creates for
+	// the Database's backups.
+	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Backup Destination",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:fieldGroup:backup"}
-	Destination BackupDestination `json:"destination"`
+	Destination *BackupDestination `json:"destination,omitempty"`
 }
 
 // BackupDestination is where backups go: exactly one of s3 or volume.

@@ -15,7 +15,7 @@ import (
 func database(engine dbpilotv1alpha1.Engine, tier dbpilotv1alpha1.Tier, replicas int32) *dbpilotv1alpha1.Database {
 	db := &dbpilotv1alpha1.Database{Spec: dbpilotv1alpha1.DatabaseSpec{
 		Engine: engine, Tier: tier, Replicas: ptr.To(replicas),
-		Storage: dbpilotv1alpha1.StorageSpec{Size: resource.MustParse("1Gi")},
+		Storage: &dbpilotv1alpha1.StorageSpec{Size: ptr.To(resource.MustParse("1Gi"))},
 	}}
 	db.Name, db.Namespace = "db", "ns"
 	return db
@@ -96,7 +96,7 @@ func TestReadOnlyServiceFallsBackToPrimary(t *testing.T) {
 
 func TestClaimTemplateKeepsLiveSize(t *testing.T) {
 	db := database(dbpilotv1alpha1.EnginePostgres, dbpilotv1alpha1.TierSmall, 1)
-	db.Spec.Storage.Size = resource.MustParse("50Gi")
+	db.Spec.Storage.Size = ptr.To(resource.MustParse("50Gi"))
 	sts := desired.StatefulSet(db, desired.StatefulSetOptions{ClaimSize: resource.MustParse("10Gi")})
 	got := (*sts.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests)["storage"]
 	if got.String() != "10Gi" {

@@ -27,16 +27,16 @@ func goldenDatabases() map[string]*dbpilotv1alpha1.Database {
 	return map[string]*dbpilotv1alpha1.Database{
 		"postgres-single": {ObjectMeta: meta("orders"), Spec: dbpilotv1alpha1.DatabaseSpec{
 			Engine: dbpilotv1alpha1.EnginePostgres, Replicas: ptr.To[int32](1), Tier: dbpilotv1alpha1.TierSmall,
-			Storage: dbpilotv1alpha1.StorageSpec{Size: resource.MustParse("20Gi")},
+			Storage: &dbpilotv1alpha1.StorageSpec{Size: ptr.To(resource.MustParse("20Gi"))},
 		}},
 		"mysql-replicated": {ObjectMeta: meta("billing"), Spec: dbpilotv1alpha1.DatabaseSpec{
 			Engine: dbpilotv1alpha1.EngineMySQL, Version: "8.4.3", Replicas: ptr.To[int32](3), Tier: dbpilotv1alpha1.TierLarge,
-			Storage:        dbpilotv1alpha1.StorageSpec{Size: resource.MustParse("100Gi"), StorageClassName: ptr.To("fast")},
+			Storage:        &dbpilotv1alpha1.StorageSpec{Size: ptr.To(resource.MustParse("100Gi")), StorageClassName: ptr.To("fast")},
 			DeletionPolicy: dbpilotv1alpha1.DeletionPolicyDelete,
 		}},
 		"mariadb-user-credentials": {ObjectMeta: meta("catalog"), Spec: dbpilotv1alpha1.DatabaseSpec{
 			Engine: dbpilotv1alpha1.EngineMariaDB, Replicas: ptr.To[int32](2), Tier: dbpilotv1alpha1.Tier2XLarge,
-			Storage: dbpilotv1alpha1.StorageSpec{Size: resource.MustParse("1Ti")}, CredentialsSecretName: "catalog-own",
+			Storage: &dbpilotv1alpha1.StorageSpec{Size: ptr.To(resource.MustParse("1Ti"))}, CredentialsSecretName: "catalog-own",
 		}},
 	}
 }

@@ -266,15 +266,15 @@ func podVolumes(db *dbpilotv1alpha1.Database) []*corev1ac.VolumeApplyConfigurati
 
 func volumeClaimTemplate(db *dbpilotv1alpha1.Database, size resource.Quantity) *corev1ac.PersistentVolumeClaimApplyConfiguration {
 	if size.IsZero() {
-		size = db.Spec.Storage.Size
+		size = db.SpecStorageSize()
 	}
 	spec := corev1ac.PersistentVolumeClaimSpec().
 		WithAccessModes(corev1.ReadWriteOnce).
 		WithVolumeMode(corev1.PersistentVolumeFilesystem).
 		WithResources(corev1ac.VolumeResourceRequirements().
 			WithRequests(corev1.ResourceList{corev1.ResourceStorage: size}))
-	if db.Spec.Storage.StorageClassName != nil {
-		spec.WithStorageClassName(*db.Spec.Storage.StorageClassName)
+	if class := db.StorageClassName(); class != nil {
+		spec.WithStorageClassName(*class)
 	}
 	// No namespace, kind or apiVersion: a claim template carries none. The
 	// template list is atomic, so the fields the API server would default

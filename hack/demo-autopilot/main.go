@@ -118,7 +118,7 @@ func run(ctx context.Context, tracePath string, speed float64, crds string) (err
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "demo"},
 		Spec: dbpilotv1alpha1.DatabaseSpec{
 			Engine: dbpilotv1alpha1.EnginePostgres, Replicas: ptr.To[int32](2), Tier: dbpilotv1alpha1.TierMedium,
-			Storage: dbpilotv1alpha1.StorageSpec{Size: resource.MustParse("10Gi")},
+			Storage: &dbpilotv1alpha1.StorageSpec{Size: ptr.To(resource.MustParse("10Gi"))},
 			Autopilot: &dbpilotv1alpha1.AutopilotSpec{
 				Mode:     dbpilotv1alpha1.AutopilotAuto,
 				Replicas: &dbpilotv1alpha1.ReplicaBounds{Min: 1, Max: 8},

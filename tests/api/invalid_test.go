@@ -22,7 +22,6 @@ func TestInvalidDatabasesAreRejected(t *testing.T) {
 	}{
 		{name: "unknown engine", spec: "  engine: oracle\n  storage: {size: 1Gi}\n", wantField: "spec.engine", wantText: "Unsupported value"},
 		{name: "missing engine", spec: "  storage: {size: 1Gi}\n", wantField: "spec.engine", wantText: "Required"},
-		{name: "missing storage", spec: "  engine: postgres\n", wantField: "spec.storage", wantText: "Required"},
 		{name: "unknown tier", spec: validSpec + "  tier: huge\n", wantField: "spec.tier", wantText: "Unsupported value"},
 		{name: "zero replicas", spec: validSpec + "  replicas: 0\n", wantField: "spec.replicas", wantText: "greater than or equal to 1"},
 		{name: "too many replicas", spec: validSpec + "  replicas: 100\n", wantField: "spec.replicas", wantText: "less than or equal to 16"},

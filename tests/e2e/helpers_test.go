@@ -32,7 +32,7 @@ func newDatabase(namespace, name string, engine dbpilotv1alpha1.Engine) *dbpilot
 		Spec: dbpilotv1alpha1.DatabaseSpec{
 			Engine:   engine,
 			Replicas: ptr.To[int32](1),
-			Storage:  dbpilotv1alpha1.StorageSpec{Size: resource.MustParse("1Gi")},
+			Storage:  &dbpilotv1alpha1.StorageSpec{Size: ptr.To(resource.MustParse("1Gi"))},
 		},
 	}
 }

@@ -31,7 +31,7 @@ func TestStorageGrowsEveryClaim(t *testing.T) {
 	g.Expect(k8sClient.Create(ctx, db)).To(Succeed())
 	waitConverged(g, db)
 
-	update(g, db, func(db *dbpilotv1alpha1.Database) { db.Spec.Storage.Size = resource.MustParse("3Gi") })
+	update(g, db, func(db *dbpilotv1alpha1.Database) { db.Spec.Storage.Size = ptr.To(resource.MustParse("3Gi")) })
 	g.Eventually(func(g Gomega) {
 		for _, ordinal := range []int{0, 1} {
 			claim := &corev1.PersistentVolumeClaim{}
@@ -65,7 +65,7 @@ func TestStorageGrowthNeedsAnExpandableClass(t *testing.T) {
 	g.Expect(k8sClient.Create(ctx, db)).To(Succeed())
 	waitConverged(g, db)
 
-	update(g, db, func(db *dbpilotv1alpha1.Database) { db.Spec.Storage.Size = resource.MustParse("2Gi") })
+	update(g, db, func(db *dbpilotv1alpha1.Database) { db.Spec.Storage.Size = ptr.To(resource.MustParse("2Gi")) })
 	g.Eventually(func(g Gomega) {
 		fetch(g, db)
 		degraded := findCondition(db, dbpilotv1alpha1.ConditionDegraded)

@@ -27,7 +27,7 @@ import (
 func database(engine dbpilotv1alpha1.Engine, tier dbpilotv1alpha1.Tier) *dbpilotv1alpha1.Database {
 	db := &dbpilotv1alpha1.Database{Spec: dbpilotv1alpha1.DatabaseSpec{
 		Engine: engine, Tier: tier, Replicas: ptr.To[int32](1),
-		Storage: dbpilotv1alpha1.StorageSpec{Size: resource.MustParse("1Gi")},
+		Storage: &dbpilotv1alpha1.StorageSpec{Size: ptr.To(resource.MustParse("1Gi"))},
 	}}
 	db.Name, db.Namespace = "db", "ns"
 	return db

@@ -169,7 +169,7 @@ func TestDatabaseServesAndKeepsData(t *testing.T) {
 					Engine:   tc.engine,
 					Version:  tc.version,
 					Replicas: ptr.To[int32](1),
-					Storage:  dbpilotv1alpha1.StorageSpec{Size: resource.MustParse("1Gi")},
+					Storage:  &dbpilotv1alpha1.StorageSpec{Size: ptr.To(resource.MustParse("1Gi"))},
 				},
 			}
 			g.Expect(k8sClient.Create(ctx, db)).To(Succeed())

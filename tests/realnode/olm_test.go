@@ -130,7 +130,7 @@ func installAndUse(t *testing.T, operatorNS, databaseNS string) {
 			Engine:   dbpilotv1alpha1.EnginePostgres,
 			Version:  "15",
 			Replicas: ptr.To[int32](1),
-			Storage:  dbpilotv1alpha1.StorageSpec{Size: resource.MustParse("1Gi")},
+			Storage:  &dbpilotv1alpha1.StorageSpec{Size: ptr.To(resource.MustParse("1Gi"))},
 		},
 	}
 	g.Expect(k8sClient.Create(ctx, db)).To(Succeed())
