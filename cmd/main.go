@@ -42,10 +42,11 @@ func main() {
 		os.Exit(2)
 	}
 	if err := (&controllers.DatabaseReconciler{
-		Client:    mgr.GetClient(),
-		APIReader: mgr.GetAPIReader(),
-		Recorder:  mgr.GetEventRecorder(controllers.FieldOwner),
-		Images:    images,
+		Client:     mgr.GetClient(),
+		APIReader:  mgr.GetAPIReader(),
+		Recorder:   mgr.GetEventRecorder(controllers.FieldOwner),
+		Images:     images,
+		Namespaces: opts.Namespaces(),
 	}).SetupWithManager(mgr, opts.MaxConcurrentReconciles); err != nil {
 		setupLog.Error(err, "Unable to set up controller", "controller", "Database")
 		os.Exit(1)

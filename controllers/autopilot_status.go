@@ -147,16 +147,16 @@ func autopilotConditions(db *dbpilotv1alpha1.Database, d autopilot.Decision, sou
 	}
 	switch {
 	case sourceErr != nil:
-		set(dbpilotv1alpha1.ConditionAutopilotReady, metav1.ConditionFalse, dbpilotv1alpha1.ReasonPrometheusError, "Holding: "+sourceErr.Error())
+		set(dbpilotv1alpha1.ConditionAutopilotReady, metav1.ConditionFalse, dbpilotv1alpha1.ReasonPrometheusUnavailable, "Holding: "+sourceErr.Error())
 	case !d.MetricsReady:
 		set(dbpilotv1alpha1.ConditionAutopilotReady, metav1.ConditionFalse, d.Reason, "Holding: "+d.Message)
 	default:
 		set(dbpilotv1alpha1.ConditionAutopilotReady, metav1.ConditionTrue, dbpilotv1alpha1.ReasonMetricsReady, "Metrics are fresh and complete")
 	}
 	if len(d.Anomalies) > 0 {
-		set(dbpilotv1alpha1.ConditionAnomalyDetected, metav1.ConditionTrue, dbpilotv1alpha1.ReasonAnomaly, strings.Join(d.Anomalies, "; "))
+		set(dbpilotv1alpha1.ConditionAnomalyDetected, metav1.ConditionTrue, dbpilotv1alpha1.ReasonOutsideBaseline, strings.Join(d.Anomalies, "; "))
 	} else if d.MetricsReady {
-		set(dbpilotv1alpha1.ConditionAnomalyDetected, metav1.ConditionFalse, dbpilotv1alpha1.ReasonNoAnomaly, "Throughput and connections are within their usual range")
+		set(dbpilotv1alpha1.ConditionAnomalyDetected, metav1.ConditionFalse, dbpilotv1alpha1.ReasonWithinBaseline, "Throughput and connections are within their usual range")
 	}
 	return conditions
 }

@@ -148,8 +148,6 @@ func buildConditions(db *dbpilotv1alpha1.Database, obs observation, current []me
 func phaseOf(db *dbpilotv1alpha1.Database, conditions []metav1.Condition) dbpilotv1alpha1.Phase {
 	degraded := meta.FindStatusCondition(conditions, dbpilotv1alpha1.ConditionDegraded)
 	switch {
-	case !db.DeletionTimestamp.IsZero():
-		return dbpilotv1alpha1.PhaseDeleting
 	case db.Spec.Paused:
 		return dbpilotv1alpha1.PhasePaused
 	case degraded != nil && degraded.Status == metav1.ConditionTrue && degraded.Reason == dbpilotv1alpha1.ReasonCredentialsInvalid:

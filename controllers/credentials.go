@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -16,10 +15,6 @@ import (
 
 	"github.com/dbpilot/dbpilot/controllers/desired"
 )
-
-// userSecretPollInterval is how often a user's credentials Secret that is
-// missing or incomplete is looked at again: the cache does not watch it.
-const userSecretPollInterval = 30 * time.Second
 
 // reconcileCredentials makes sure the credentials Secret exists and holds
 // every key. A generated Secret is created once and never written again; a
@@ -31,14 +26,14 @@ func (r *DatabaseReconciler) reconcileCredentials(ctx context.Context, s *scope)
 	if !db.GeneratesCredentials() {
 		if err := r.APIReader.Get(ctx, key, secret); err != nil {
 			if apierrors.IsNotFound(err) {
+				// The Secret's creation reconciles the Database again
+				// (watchUserSecrets).
 				s.credentialsProblem = fmt.Sprintf("Secret %s named by spec.credentialsSecretName does not exist", key.Name)
-				return ctrl.Result{RequeueAfter: userSecretPollInterval}, nil
+				return ctrl.Result{}, nil
 			}
 			return ctrl.Result{}, fmt.Errorf("reading credentials Secret: %w", err)
 		}
-		if s.credentialsProblem = missingKeysProblem(secret); s.credentialsProblem != "" {
-			return ctrl.Result{RequeueAfter: userSecretPollInterval}, nil
-		}
+		s.credentialsProblem = missingKeysProblem(secret)
 		return ctrl.Result{}, nil
 	}
 

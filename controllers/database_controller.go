@@ -50,6 +50,9 @@ type DatabaseReconciler struct {
 	// Images is the image catalog (operand images and the operator's own,
 	// which carries the instance program); the upstream defaults when zero.
 	Images imagecatalog.Catalog
+	// Namespaces are the namespaces the manager watches, nil for all; the
+	// users' credentials Secrets are watched there.
+	Namespaces []string
 }
 
 func (r *DatabaseReconciler) images() imagecatalog.Catalog {
@@ -77,7 +80,7 @@ func (r *DatabaseReconciler) images() imagecatalog.Catalog {
 // SetupWithManager registers the reconciler with the manager: it watches
 // Databases and the children they own, and pods through their Database label.
 func (r *DatabaseReconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrentReconciles int) error {
-	return ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		For(&dbpilotv1alpha1.Database{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, autopilotChanged{}))).
 		Owns(&appsv1.StatefulSet{}).
 		Owns(&corev1.Service{}).
@@ -86,8 +89,12 @@ func (r *DatabaseReconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrentRec
 		Owns(&policyv1.PodDisruptionBudget{}).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(databaseOfPod)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrentReconciles}).
-		Named("database").
-		Complete(r)
+		Named("database")
+	b, err := r.watchUserSecrets(mgr, b)
+	if err != nil {
+		return err
+	}
+	return b.Complete(r)
 }
 
 // Reconcile brings one Database's children and status in line with its spec.

@@ -159,10 +159,13 @@ type AutopilotStatus struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Last Auto-pilot Decision",xDescriptors={"urn:alm:descriptor:text"}
 	LastDecision *AutopilotDecision `json:"lastDecision,omitempty"`
 
-	// effectiveReplicas and effectiveTier are what the Database runs with:
-	// the recommendation in Auto mode (within bounds), else the spec.
+	// effectiveReplicas is the number of pods the Database runs with: the
+	// recommendation in Auto mode (within bounds), else spec.replicas.
 	// +optional
 	EffectiveReplicas *int32 `json:"effectiveReplicas,omitempty"`
+
+	// effectiveTier is the tier the Database runs with: the recommendation
+	// in Auto mode (within bounds), else spec.tier.
 	// +optional
 	EffectiveTier Tier `json:"effectiveTier,omitempty"`
 

@@ -17,29 +17,26 @@ const (
 	// ConditionAnomalyDetected is True while throughput or connections are
 	// far outside the Database's usual range.
 	ConditionAnomalyDetected = "AnomalyDetected"
-	// ConditionBackupSucceeded reports the outcome of the last backup.
-	ConditionBackupSucceeded = "BackupSucceeded"
 )
 
 // Condition reasons of a Database.
 const (
-	ReasonAllReplicasReady    = "AllReplicasReady"
-	ReasonPrimaryReady        = "PrimaryReady"
-	ReasonPrimaryNotReady     = "PrimaryNotReady"
-	ReasonReplicasNotReady    = "ReplicasNotReady"
-	ReasonCreating            = "Creating"
-	ReasonScaling             = "Scaling"
-	ReasonRollingUpdate       = "RollingUpdate"
-	ReasonReconciled          = "Reconciled"
-	ReasonPaused              = "Paused"
-	ReasonCredentialsInvalid  = "CredentialsInvalid"
-	ReasonReconcileFailed     = "ReconcileFailed"
-	ReasonAsExpected          = "AsExpected"
-	ReasonVolumeNotExpandable = "VolumeNotExpandable"
-	ReasonMetricsReady        = "MetricsReady"
-	ReasonPrometheusError     = "PrometheusUnavailable"
-	ReasonNoAnomaly           = "WithinBaseline"
-	ReasonAnomaly             = "OutsideBaseline"
+	ReasonPrimaryReady          = "PrimaryReady"
+	ReasonPrimaryNotReady       = "PrimaryNotReady"
+	ReasonReplicasNotReady      = "ReplicasNotReady"
+	ReasonCreating              = "Creating"
+	ReasonScaling               = "Scaling"
+	ReasonRollingUpdate         = "RollingUpdate"
+	ReasonReconciled            = "Reconciled"
+	ReasonPaused                = "Paused"
+	ReasonCredentialsInvalid    = "CredentialsInvalid"
+	ReasonReconcileFailed       = "ReconcileFailed"
+	ReasonAsExpected            = "AsExpected"
+	ReasonVolumeNotExpandable   = "VolumeNotExpandable"
+	ReasonMetricsReady          = "MetricsReady"
+	ReasonPrometheusUnavailable = "PrometheusUnavailable"
+	ReasonWithinBaseline        = "WithinBaseline"
+	ReasonOutsideBaseline       = "OutsideBaseline"
 )
 
 // Event reasons recorded on a Database.

@@ -2,7 +2,6 @@ package v1alpha1
 
 import (
 	"fmt"
-	"strings"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -159,12 +158,6 @@ func (d *Database) ServiceHost(service string) string {
 // Database.
 func (d *Database) OwnerReference() metav1.OwnerReference {
 	return *metav1.NewControllerRef(d, GroupVersion.WithKind("Database"))
-}
-
-// MajorVersion is the part of a version before the first dot.
-func MajorVersion(version string) string {
-	major, _, _ := strings.Cut(version, ".")
-	return major
 }
 
 // DefaultStorageSize is the volume size when spec.storage.size is unset (the

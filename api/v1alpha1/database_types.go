@@ -17,7 +17,7 @@ const (
 )
 
 // Tier names a resource class: CPU and memory for each pod, and the engine
-// tuning that goes with them (see TierTable).
+// tuning that goes with them (Tier.Size; the README's tier table).
 // +kubebuilder:validation:Enum=small;medium;large;xlarge;"2xlarge"
 type Tier string
 

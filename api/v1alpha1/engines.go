@@ -26,8 +26,3 @@ func (e Engine) Profile() (EngineProfile, bool) {
 	profile, ok := engineProfiles[e]
 	return profile, ok
 }
-
-// IsMySQLFamily reports whether the engine speaks the MySQL protocol.
-func (e Engine) IsMySQLFamily() bool {
-	return e == EngineMySQL || e == EngineMariaDB
-}

@@ -16,7 +16,6 @@ const (
 	PhaseDegraded     Phase = "Degraded"
 	PhasePaused       Phase = "Paused"
 	PhaseFailed       Phase = "Failed"
-	PhaseDeleting     Phase = "Deleting"
 )
 
 // DatabaseStatus is the observed state of a Database, rebuilt from the world

@@ -22,9 +22,9 @@ const (
 	// RealNodeName is the real node's name (and kubernetes.io/hostname).
 	RealNodeName = "dbpilot-node"
 	// BridgeIP is the node's address on its bridge.
-	BridgeIP   = "10.244.0.1"
-	bridgeName = "dbpilot0"
-	podSubnet  = "10.244.0.0/24"
+	BridgeIP       = "10.244.0.1"
+	bridgeName     = "dbpilot0"
+	podSubnet      = "10.244.0.0/24"
 	forwardComment = "dbpilot-realnode: pods stay on the bridge"
 	// ClusterDomain is the DNS domain of Services and pods.
 	ClusterDomain = "cluster.local"

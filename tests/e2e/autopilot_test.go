@@ -127,7 +127,7 @@ func TestAutopilotScalesWithinBounds(t *testing.T) {
 		ready := meta.FindStatusCondition(db.Status.Conditions, dbpilotv1alpha1.ConditionAutopilotReady)
 		g.Expect(ready).NotTo(BeNil())
 		g.Expect(ready.Status).To(BeEquivalentTo("False"))
-		g.Expect(ready.Reason).To(Equal(dbpilotv1alpha1.ReasonPrometheusError))
+		g.Expect(ready.Reason).To(Equal(dbpilotv1alpha1.ReasonPrometheusUnavailable))
 	}, convergeTimeout, pollInterval).Should(Succeed())
 	replicas, tier := *statefulSetOf(g, db).Spec.Replicas, db.Status.Tier
 	g.Consistently(func(g Gomega) {

@@ -326,10 +326,12 @@ func TestUserCredentialsSecret(t *testing.T) {
 	secret.StringData = map[string]string{"username": "crm", "password": "s3cret-value-1", "superuser-password": "s3cret-value-2"}
 	g.Expect(k8sClient.Create(ctx, secret)).To(Succeed())
 	version := secret.ResourceVersion
+	// The Secret is watched: its creation is noticed at once, not at the
+	// next poll.
 	g.Eventually(func(g Gomega) {
 		fetch(g, db)
 		g.Expect(db.Status.Phase).To(Equal(dbpilotv1alpha1.PhaseRunning))
-	}, convergeTimeout, pollInterval).Should(Succeed())
+	}, 15*time.Second, pollInterval).Should(Succeed())
 	fetch(g, secret)
 	g.Expect(secret.ResourceVersion).To(Equal(version), "the user's Secret is never written")
 	spec := statefulSetOf(g, db).Spec.Template.Spec

@@ -93,9 +93,10 @@ func startOperatorWith(t testing.TB, base *rest.Config, opts *options.Options) *
 		t.Fatalf("creating manager: %v", err)
 	}
 	if err := (&controllers.DatabaseReconciler{
-		Client:    mgr.GetClient(),
-		APIReader: mgr.GetAPIReader(),
-		Recorder:  mgr.GetEventRecorder(controllers.FieldOwner),
+		Client:     mgr.GetClient(),
+		APIReader:  mgr.GetAPIReader(),
+		Recorder:   mgr.GetEventRecorder(controllers.FieldOwner),
+		Namespaces: opts.Namespaces(),
 	}).SetupWithManager(mgr, opts.MaxConcurrentReconciles); err != nil {
 		t.Fatalf("setting up controller: %v", err)
 	}

@@ -130,10 +130,11 @@ func startOperator(scheme any) (func(), error) {
 		return nil, err
 	}
 	if err := (&controllers.DatabaseReconciler{
-		Client:    mgr.GetClient(),
-		APIReader: mgr.GetAPIReader(),
-		Recorder:  mgr.GetEventRecorder(controllers.FieldOwner),
-		Images:    images,
+		Client:     mgr.GetClient(),
+		APIReader:  mgr.GetAPIReader(),
+		Recorder:   mgr.GetEventRecorder(controllers.FieldOwner),
+		Images:     images,
+		Namespaces: opts.Namespaces(),
 	}).SetupWithManager(mgr, opts.MaxConcurrentReconciles); err != nil {
 		return nil, err
 	}

@@ -1,0 +1,72 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
+)
+
+// credentialsSecretIndex indexes Databases by the user's Secret that
+// spec.credentialsSecretName names.
+const credentialsSecretIndex = "spec.credentialsSecretName"
+
+// watchUserSecrets makes a change to a user's credentials Secret (created,
+// keys added, deleted) reconcile the Databases that name it. The manager's
+// cache holds only the Secrets dbpilot labelled, so the user's Secrets are
+// watched by a cache of their own that keeps metadata only: names and
+// resource versions, never a value.
+func (r *DatabaseReconciler) watchUserSecrets(mgr ctrl.Manager, b *builder.Builder) (*builder.Builder, error) {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &dbpilotv1alpha1.Database{}, credentialsSecretIndex,
+		func(obj client.Object) []string {
+			if name := obj.(*dbpilotv1alpha1.Database).Spec.CredentialsSecretName; name != "" {
+				return []string{name}
+			}
+			return nil
+		}); err != nil {
+		return nil, fmt.Errorf("indexing Databases by credentials Secret: %w", err)
+	}
+	opts := cache.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), HTTPClient: mgr.GetHTTPClient()}
+	if len(r.Namespaces) > 0 {
+		opts.DefaultNamespaces = map[string]cache.Config{}
+		for _, ns := range r.Namespaces {
+			opts.DefaultNamespaces[ns] = cache.Config{}
+		}
+	}
+	secrets, err := cache.New(mgr.GetConfig(), opts)
+	if err != nil {
+		return nil, fmt.Errorf("creating the user Secrets' metadata cache: %w", err)
+	}
+	if err := mgr.Add(secrets); err != nil {
+		return nil, err
+	}
+	secret := &metav1.PartialObjectMetadata{}
+	secret.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	return b.WatchesRawSource(source.Kind(secrets, secret,
+		handler.TypedEnqueueRequestsFromMapFunc(r.databasesNamingSecret))), nil
+}
+
+// databasesNamingSecret lists the Databases whose spec.credentialsSecretName
+// is the Secret.
+func (r *DatabaseReconciler) databasesNamingSecret(ctx context.Context, secret *metav1.PartialObjectMetadata) []reconcile.Request {
+	list := &dbpilotv1alpha1.DatabaseList{}
+	if err := r.Client.List(ctx, list, client.InNamespace(secret.Namespace), client.MatchingFields{credentialsSecretIndex: secret.Name}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing the Databases that name a credentials Secret", "secret", secret.Name)
+		return nil
+	}
+	requests := make([]reconcile.Request, 0, len(list.Items))
+	for i := range list.Items {
+		requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
+	}
+	return requests
+}
