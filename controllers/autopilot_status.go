@@ -9,7 +9,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -73,15 +72,11 @@ func percent(v int32, def float64) float64 {
 // allows expansion.
 func (r *AutopilotRunner) expandable(ctx context.Context, db *dbpilotv1alpha1.Database) bool {
 	claim := &corev1.PersistentVolumeClaim{}
-	name := fmt.Sprintf("%s-%s", db.VolumeClaimTemplateName(), db.PrimaryPodName())
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: db.Namespace, Name: name}, claim); err != nil || claim.Spec.StorageClassName == nil {
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: db.Namespace, Name: db.ClaimName(0)}, claim); err != nil {
 		return false
 	}
-	class := &storagev1.StorageClass{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Name: *claim.Spec.StorageClassName}, class); err != nil {
-		return false
-	}
-	return ptr.Deref(class.AllowVolumeExpansion, false)
+	ok, err := classAllowsExpansion(ctx, r.Client, claim)
+	return ok && err == nil
 }
 
 // record writes the decision into status.autopilot and the AutopilotReady

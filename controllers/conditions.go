@@ -20,7 +20,12 @@ type observation struct {
 	pods               []corev1.Pod
 	credentialsProblem string
 	volumeProblem      string
-	reconcileErr       error
+	// reconcileErr is the error the pass ended with; the observed
+	// generation moves only without one.
+	reconcileErr error
+	// degradingErr is reconcileErr when it should show as Degraded (see
+	// failures.degrading).
+	degradingErr error
 }
 
 // podReady reports whether the pod's Ready condition is True.
@@ -131,8 +136,8 @@ func buildConditions(db *dbpilotv1alpha1.Database, obs observation, current []me
 	switch {
 	case obs.credentialsProblem != "":
 		set(dbpilotv1alpha1.ConditionDegraded, metav1.ConditionTrue, dbpilotv1alpha1.ReasonCredentialsInvalid, obs.credentialsProblem)
-	case obs.reconcileErr != nil:
-		set(dbpilotv1alpha1.ConditionDegraded, metav1.ConditionTrue, dbpilotv1alpha1.ReasonReconcileFailed, obs.reconcileErr.Error())
+	case obs.degradingErr != nil:
+		set(dbpilotv1alpha1.ConditionDegraded, metav1.ConditionTrue, dbpilotv1alpha1.ReasonReconcileFailed, obs.degradingErr.Error())
 	case obs.volumeProblem != "":
 		set(dbpilotv1alpha1.ConditionDegraded, metav1.ConditionTrue, dbpilotv1alpha1.ReasonVolumeNotExpandable, obs.volumeProblem)
 	case len(stuckPods(obs.pods, now.Time)) > 0:

@@ -107,7 +107,7 @@ func TestBuildConditions(t *testing.T) {
 		},
 		{
 			name: "reconcile error", db: testDatabase(1),
-			obs:       observation{statefulSet: sts(1, 1, 1, "a", "a"), pods: []corev1.Pod{pod("db-0", true, old)}, reconcileErr: errors.New("applying Service: conflict")},
+			obs:       observation{statefulSet: sts(1, 1, 1, "a", "a"), pods: []corev1.Pod{pod("db-0", true, old)}, reconcileErr: errors.New("applying Service: timeout"), degradingErr: errors.New("applying Service: timeout")},
 			available: metav1.ConditionTrue, progressing: metav1.ConditionFalse, degraded: metav1.ConditionTrue,
 			progressingReason: dbpilotv1alpha1.ReasonReconciled, degradedReason: dbpilotv1alpha1.ReasonReconcileFailed, phase: "Degraded",
 		},

@@ -33,7 +33,9 @@ func (r *DatabaseReconciler) reconcileCredentials(ctx context.Context, s *scope)
 			}
 			return ctrl.Result{}, fmt.Errorf("reading credentials Secret: %w", err)
 		}
-		s.credentialsProblem = missingKeysProblem(secret)
+		if problem := missingKeysProblem(secret); problem != "" {
+			s.credentialsProblem = "spec.credentialsSecretName: " + problem
+		}
 		return ctrl.Result{}, nil
 	}
 

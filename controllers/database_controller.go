@@ -12,6 +12,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/klog/v2"
@@ -23,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
 	"github.com/dbpilot/dbpilot/internal/imagecatalog"
@@ -53,6 +55,9 @@ type DatabaseReconciler struct {
 	// Namespaces are the namespaces the manager watches, nil for all; the
 	// users' credentials Secrets are watched there.
 	Namespaces []string
+
+	// failures tells transient errors from lasting ones.
+	failures failures
 }
 
 func (r *DatabaseReconciler) images() imagecatalog.Catalog {
@@ -102,11 +107,15 @@ func (r *DatabaseReconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrentRec
 func (r *DatabaseReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
 	db := &dbpilotv1alpha1.Database{}
 	if err := r.Client.Get(ctx, req.NamespacedName, db); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.failures.forget(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("database", klog.KObj(db)))
 
 	if !db.DeletionTimestamp.IsZero() {
+		r.failures.forget(req.NamespacedName)
 		return r.reconcileDelete(ctx, db)
 	}
 	if !controllerutil.ContainsFinalizer(db, dbpilotv1alpha1.Finalizer) {
@@ -151,6 +160,12 @@ func (r *DatabaseReconciler) reconcileNormal(ctx context.Context, s *scope) (ctr
 			return ctrl.Result{}, err
 		}
 		result = soonest(result, res)
+	}
+	if s.credentialsProblem != "" && !s.db.GeneratesCredentials() {
+		// Only the user can fix their Secret; its change (watched) or the
+		// Database's starts the next pass, so retrying would only load
+		// the API server.
+		return result, reconcile.TerminalError(errors.New(s.credentialsProblem))
 	}
 	return result, nil
 }

@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
 	"github.com/dbpilot/dbpilot/controllers/desired"
@@ -67,6 +68,7 @@ func (r *DatabaseReconciler) writeStatus(ctx context.Context, s *scope, reconcil
 		credentialsProblem: s.credentialsProblem,
 		volumeProblem:      s.volumeProblem,
 		reconcileErr:       reconcileErr,
+		degradingErr:       r.failures.degrading(client.ObjectKeyFromObject(s.db), reconcileErr, r.clock().Now()),
 	}
 	status := buildStatus(s.db, obs, metav1.NewTime(r.clock().Now()))
 	r.recordDegraded(s.db, status.Conditions)

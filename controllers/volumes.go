@@ -26,12 +26,12 @@ func (r *DatabaseReconciler) reconcileVolumes(ctx context.Context, s *scope) (ct
 		if current.Cmp(want) >= 0 || !claim.DeletionTimestamp.IsZero() {
 			continue
 		}
-		expandable, err := r.classAllowsExpansion(ctx, claim)
+		expandable, err := classAllowsExpansion(ctx, r.Client, claim)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
 		if !expandable {
-			s.volumeProblem = fmt.Sprintf("volume %s cannot grow to %s: its StorageClass does not allow volume expansion", claim.Name, want.String())
+			s.volumeProblem = fmt.Sprintf("spec.storage.size: volume %s cannot grow to %s: its StorageClass does not allow volume expansion", claim.Name, want.String())
 			continue
 		}
 		patch := client.MergeFrom(claim.DeepCopy())
@@ -43,12 +43,15 @@ func (r *DatabaseReconciler) reconcileVolumes(ctx context.Context, s *scope) (ct
 	return ctrl.Result{}, nil
 }
 
-func (r *DatabaseReconciler) classAllowsExpansion(ctx context.Context, claim *corev1.PersistentVolumeClaim) (bool, error) {
+// classAllowsExpansion reports whether the claim's StorageClass allows
+// volume expansion; a claim without a class, or a class that is gone, does
+// not.
+func classAllowsExpansion(ctx context.Context, reader client.Reader, claim *corev1.PersistentVolumeClaim) (bool, error) {
 	if claim.Spec.StorageClassName == nil || *claim.Spec.StorageClassName == "" {
 		return false, nil
 	}
 	class := &storagev1.StorageClass{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Name: *claim.Spec.StorageClassName}, class); err != nil {
+	if err := reader.Get(ctx, client.ObjectKey{Name: *claim.Spec.StorageClassName}, class); err != nil {
 		return false, client.IgnoreNotFound(err)
 	}
 	return class.AllowVolumeExpansion != nil && *class.AllowVolumeExpansion, nil

@@ -37,7 +37,16 @@ func (d *Database) PodDisruptionBudgetName() string { return d.Name }
 func (d *Database) VolumeClaimTemplateName() string { return "data" }
 
 // PrimaryPodName is the pod that bootstraps as primary.
-func (d *Database) PrimaryPodName() string { return d.StatefulSetName() + "-0" }
+func (d *Database) PrimaryPodName() string { return d.PodName(0) }
+
+// PodName is the name of the StatefulSet's pod of an ordinal.
+func (d *Database) PodName(ordinal int) string { return fmt.Sprintf("%s-%d", d.StatefulSetName(), ordinal) }
+
+// ClaimName is the name of the volume claim of the pod of an ordinal, as
+// the StatefulSet controller names it.
+func (d *Database) ClaimName(ordinal int) string {
+	return d.VolumeClaimTemplateName() + "-" + d.PodName(ordinal)
+}
 
 // CredentialsSecretName is the Secret holding the credentials: the user's own
 // when spec.credentialsSecretName is set, else the generated one.

@@ -51,9 +51,9 @@ func TestChildNamesFitAtMaximumNameLength(t *testing.T) {
 	db := &Database{}
 	db.Name = "a" + strings.Repeat("b", 38) + "c"
 	names := []string{
-		db.StatefulSetName() + "-15", db.HeadlessServiceName(), db.ReadWriteServiceName(), db.ReadOnlyServiceName(),
+		db.PodName(15), db.HeadlessServiceName(), db.ReadWriteServiceName(), db.ReadOnlyServiceName(),
 		db.ConfigMapName(), db.CredentialsSecretName(), db.PodDisruptionBudgetName(),
-		db.VolumeClaimTemplateName() + "-" + db.StatefulSetName() + "-15",
+		db.ClaimName(15),
 		db.StatefulSetName() + "-" + strings.Repeat("f", 10), // controller-revision-hash
 	}
 	for _, name := range names {

@@ -2,7 +2,6 @@ package e2e_test
 
 import (
 	"context"
-	"fmt"
 	eventsv1 "k8s.io/api/events/v1"
 	"time"
 
@@ -93,7 +92,7 @@ func claimNames(g Gomega, db *dbpilotv1alpha1.Database) []string {
 
 // claimName is the PVC of the pod with the given ordinal.
 func claimName(db *dbpilotv1alpha1.Database, ordinal int) string {
-	return fmt.Sprintf("%s-%s-%d", db.VolumeClaimTemplateName(), db.StatefulSetName(), ordinal)
+	return db.ClaimName(ordinal)
 }
 
 // eventReasons lists the reasons of the Events recorded on the Database.
