@@ -40,7 +40,9 @@ func (d *Database) VolumeClaimTemplateName() string { return "data" }
 func (d *Database) PrimaryPodName() string { return d.PodName(0) }
 
 // PodName is the name of the StatefulSet's pod of an ordinal.
-func (d *Database) PodName(ordinal int) string { return fmt.Sprintf("%s-%d", d.StatefulSetName(), ordinal) }
+func (d *Database) PodName(ordinal int) string {
+	return fmt.Sprintf("%s-%d", d.StatefulSetName(), ordinal)
+}
 
 // ClaimName is the name of the volume claim of the pod of an ordinal, as
 // the StatefulSet controller names it.
