@@ -29,6 +29,13 @@ CATALOG_IMG ?= $(IMAGE_TAG_BASE)-catalog:v$(VERSION)
 # createdAt of the CSV: the release date, so `make bundle` is reproducible.
 CREATED_AT ?= 2026-11-22T00:00:00Z
 BUNDLE_GEN_FLAGS ?= -q --overwrite --version $(VERSION) --channels=$(CHANNELS) --default-channel=$(DEFAULT_CHANNEL)
+# Releases pin every image (the operator's and the RELATED_IMAGE_* operand
+# images) by digest: `make bundle USE_IMAGE_DIGESTS=true` resolves them from
+# their registries (it needs to reach them).
+USE_IMAGE_DIGESTS ?= false
+ifeq ($(USE_IMAGE_DIGESTS), true)
+	BUNDLE_GEN_FLAGS += --use-image-digests
+endif
 
 SHELL := /usr/bin/env bash -o pipefail
 .SHELLFLAGS := -ec
