@@ -1,0 +1,69 @@
+package mysql
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/dbpilot/dbpilot/instance"
+)
+
+// TestNativePasswordHash checks the hash against MySQL's documented example
+// (PASSWORD('mypass')).
+func TestNativePasswordHash(t *testing.T) {
+	if got := nativePasswordHash("mypass"); got != "*6C8989366EAF75BB670AD8EA7A7FC1176A95CEF4" {
+		t.Errorf("hash of mypass = %s", got)
+	}
+}
+
+func TestBootstrapCommands(t *testing.T) {
+	maria := &Engine{Flavor: MariaDB, DataDir: "/var/lib/mysql"}
+	name, args := maria.BootstrapCommand("mysql")
+	if name != "mariadb-install-db" || !strings.Contains(strings.Join(args, " "), "--auth-root-socket-user=mysql") {
+		t.Errorf("MariaDB bootstrap: %s %v", name, args)
+	}
+	mysql := &Engine{Flavor: MySQL, DataDir: "/var/lib/mysql", DefaultsFile: "/etc/my.cnf"}
+	name, args = mysql.BootstrapCommand("mysql")
+	if name != "mysqld" || args[0] != "--defaults-file=/etc/my.cnf" || !strings.Contains(strings.Join(args, " "), "--initialize-insecure --datadir=/var/lib/mysql") {
+		t.Errorf("MySQL bootstrap: %s %v", name, args)
+	}
+	if cmd := mysql.ServerCommand(); !strings.HasSuffix(cmd.Path, "mysqld") && cmd.Args[0] != "mysqld" {
+		t.Errorf("MySQL server command: %v", cmd.Args)
+	}
+}
+
+func TestUserStatements(t *testing.T) {
+	creds := instance.Credentials{Username: "shop`app", Password: "p'w", SuperuserPassword: `s\x`}
+	join := func(stmts []Statement) string {
+		var all []string
+		for _, s := range stmts {
+			all = append(all, s.SQL)
+		}
+		return strings.Join(all, ";\n")
+	}
+	maria := join(UserStatements(MariaDB, creds))
+	for _, want := range []string{
+		"CREATE USER IF NOT EXISTS 'shop`app'@'%' IDENTIFIED BY PASSWORD '" + nativePasswordHash("p'w") + "'",
+		"GRANT ALL PRIVILEGES ON `shop``app`.* TO 'shop`app'@'%'",
+		"ALTER USER 'root'@'localhost' IDENTIFIED VIA unix_socket OR mysql_native_password USING '" + nativePasswordHash(`s\x`) + "'",
+	} {
+		if !strings.Contains(maria, want) {
+			t.Errorf("MariaDB statements lack %s:\n%s", want, maria)
+		}
+	}
+	if strings.Contains(maria, "p''w") || strings.Contains(maria, `s\\x`) {
+		t.Errorf("MariaDB statements carry a password in clear:\n%s", maria)
+	}
+	mysql := join(UserStatements(MySQL, creds))
+	for _, want := range []string{
+		"ALTER USER 'root'@'localhost' IDENTIFIED BY 's\\\\x'",
+		"ALTER USER 'shop`app'@'%' IDENTIFIED BY 'p''w'",
+		"CREATE DATABASE IF NOT EXISTS `shop``app`",
+	} {
+		if !strings.Contains(mysql, want) {
+			t.Errorf("MySQL statements lack %s:\n%s", want, mysql)
+		}
+	}
+	if strings.Contains(mysql, "ALL PRIVILEGES ON *.*") || strings.Contains(maria, "ALL PRIVILEGES ON *.*") {
+		t.Error("the application user gets privileges on every database")
+	}
+}

@@ -1,0 +1,63 @@
+package postgres
+
+import (
+	"encoding/base64"
+	"strings"
+	"testing"
+)
+
+// TestSCRAMVerifier checks the verifier against one computed independently
+// (Python's hashlib.pbkdf2_hmac and hmac) for RFC 7677's password and salt.
+func TestSCRAMVerifier(t *testing.T) {
+	salt, _ := base64.StdEncoding.DecodeString("W22ZaJ0SNY7soEsUEjb6gQ==")
+	got, err := scramVerifierWithSalt("pencil", salt, 4096)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "SCRAM-SHA-256$4096:W22ZaJ0SNY7soEsUEjb6gQ==$WG5d8oPm3OtcPnkdi4Uo7BkeZkBFzpcXkuLmtbsT4qY=:wfPLwcE6nTWhTAmQ7tl2KeoiWGPlZqQxSrmfPwDl2dU="
+	if got != want {
+		t.Errorf("verifier\n got %s\nwant %s", got, want)
+	}
+	a, _ := scramVerifier("pencil")
+	b, _ := scramVerifier("pencil")
+	if a == b {
+		t.Error("two verifiers of one password share a salt")
+	}
+}
+
+func TestUserStatementsKeepTheApplicationUserUnprivileged(t *testing.T) {
+	stmts := UserStatements(`o'hara"app`, "SCRAM-SHA-256$super", "SCRAM-SHA-256$app", false, false)
+	var all []string
+	for _, s := range stmts {
+		all = append(all, s.SQL)
+		if strings.Contains(s.What, "SCRAM") {
+			t.Errorf("a description carries a verifier: %q", s.What)
+		}
+	}
+	sql := strings.Join(all, ";\n")
+	for _, want := range []string{
+		`CREATE ROLE "o'hara""app" WITH LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS PASSWORD 'SCRAM-SHA-256$app'`,
+		`CREATE DATABASE "o'hara""app" OWNER "o'hara""app"`,
+		`ALTER ROLE postgres WITH PASSWORD 'SCRAM-SHA-256$super'`,
+		`REVOKE ALL ON DATABASE "o'hara""app" FROM PUBLIC`,
+	} {
+		if !strings.Contains(sql, want) {
+			t.Errorf("missing statement %s in\n%s", want, sql)
+		}
+	}
+	again := UserStatements("app", "v1", "v2", true, true)
+	for _, s := range again {
+		if strings.HasPrefix(s.SQL, "CREATE") {
+			t.Errorf("existing role and database are created again: %s", s.SQL)
+		}
+	}
+}
+
+func TestInitdbArgs(t *testing.T) {
+	args := strings.Join(InitdbArgs("/data/pgdata", "/tmp/pw"), " ")
+	for _, want := range []string{"--pgdata=/data/pgdata", "--username=postgres", "--pwfile=/tmp/pw", "--auth-local=peer", "--auth-host=scram-sha-256", "--data-checksums"} {
+		if !strings.Contains(args, want) {
+			t.Errorf("initdb args %q lack %s", args, want)
+		}
+	}
+}
