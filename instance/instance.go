@@ -84,7 +84,11 @@ const startupTimeout = 10 * time.Minute
 // applies the credentials and supervises it until ctx ends (the pod is
 // stopping: the engine is shut down cleanly) or the engine exits (an error,
 // so the container exits and the kubelet restarts it).
-func Run(ctx context.Context, engine Engine, creds Credentials, probeAddress string, log *slog.Logger) error {
+func Run(ctx context.Context, engine Engine, credentialsDir, probeAddress string, log *slog.Logger) error {
+	creds, err := ReadCredentials(credentialsDir)
+	if err != nil {
+		return err
+	}
 	// Probes are answered from the start: alive while bootstrapping, ready
 	// only once the engine accepts sessions with the credentials applied.
 	probes := &probeServer{engine: engine}
@@ -141,16 +145,41 @@ func Run(ctx context.Context, engine Engine, creds Credentials, probeAddress str
 	probes.setUsersApplied()
 	log.Info("engine ready, credentials applied")
 
-	select {
-	case err := <-exited:
-		return fmt.Errorf("engine exited: %s", exitDescription(err))
-	case <-ctx.Done():
-		if err := stop("shutdown requested"); err != nil {
-			return fmt.Errorf("engine shutdown: %s", exitDescription(err))
+	// The kubelet updates a mounted Secret's files in place: a changed
+	// Secret is applied to the running engine, without a restart.
+	ticker := time.NewTicker(credentialsPollInterval)
+	defer ticker.Stop()
+	for {
+		select {
+		case err := <-exited:
+			return fmt.Errorf("engine exited: %s", exitDescription(err))
+		case <-ctx.Done():
+			if err := stop("shutdown requested"); err != nil {
+				return fmt.Errorf("engine shutdown: %s", exitDescription(err))
+			}
+			return nil
+		case <-ticker.C:
+			latest, err := ReadCredentials(credentialsDir)
+			if err != nil {
+				log.Error("reading the credentials", "error", err.Error())
+				continue
+			}
+			if latest == creds {
+				continue
+			}
+			if err := engine.EnsureUsers(ctx, latest); err != nil {
+				log.Error("applying changed credentials; retrying", "error", err.Error())
+				continue
+			}
+			creds = latest
+			log.Info("credentials changed in the Secret: applied to the engine")
 		}
-		return nil
 	}
 }
+
+// credentialsPollInterval is how often the credentials files are read for a
+// change.
+const credentialsPollInterval = 2 * time.Second
 
 func exitDescription(err error) string {
 	if err == nil {

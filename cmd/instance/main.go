@@ -94,11 +94,7 @@ func run(args []string, log *slog.Logger) error {
 	if *dataDir == "" || *socket == "" {
 		return errors.New("--data-dir and --socket are required")
 	}
-	creds, err := instance.ReadCredentials(*credentialsDir)
-	if err != nil {
-		return err
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	return instance.Run(ctx, engine, creds, *probeAddress, log.With("engine", *engineName))
+	return instance.Run(ctx, engine, *credentialsDir, *probeAddress, log.With("engine", *engineName))
 }

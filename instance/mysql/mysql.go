@@ -43,6 +43,10 @@ type Engine struct {
 	DefaultsFile string
 	// ExtraArgs are more server arguments.
 	ExtraArgs []string
+
+	// appliedSuperuser is the superuser password last applied: MySQL's root
+	// logs in with it until a rotated one is applied.
+	appliedSuperuser string
 }
 
 var _ instance.Engine = (*Engine)(nil)
@@ -122,7 +126,7 @@ func (e *Engine) connect(ctx context.Context, creds instance.Credentials) (*sql.
 	if e.Flavor == MySQL {
 		cfg.User = "root"
 		var err error
-		for _, password := range []string{creds.SuperuserPassword, ""} {
+		for _, password := range []string{creds.SuperuserPassword, e.appliedSuperuser, ""} {
 			cfg.Passwd = password
 			var db *sql.DB
 			if db, err = open(ctx, cfg); err == nil {
@@ -182,6 +186,7 @@ func (e *Engine) EnsureUsers(ctx context.Context, creds instance.Credentials) er
 			return fmt.Errorf("%s: %w", stmt.What, err)
 		}
 	}
+	e.appliedSuperuser = creds.SuperuserPassword
 	return nil
 }
 

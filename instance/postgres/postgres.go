@@ -200,7 +200,13 @@ func UserStatements(username, superVerifier, appVerifier string, roleExists, dbE
 	if !dbExists {
 		stmts = append(stmts, Statement{"creating the application database", "CREATE DATABASE " + user + " OWNER " + user})
 	}
-	stmts = append(stmts, Statement{"revoking public access to the application database", "REVOKE ALL ON DATABASE " + user + " FROM PUBLIC"})
+	stmts = append(stmts,
+		Statement{"revoking public access to the application database", "REVOKE ALL ON DATABASE " + user + " FROM PUBLIC"},
+		// Every role may connect to the system databases by default; the
+		// application user has no business there.
+		Statement{"revoking public access to the postgres database", "REVOKE CONNECT ON DATABASE postgres FROM PUBLIC"},
+		Statement{"revoking public access to the template1 database", "REVOKE CONNECT ON DATABASE template1 FROM PUBLIC"},
+	)
 	return stmts
 }
 

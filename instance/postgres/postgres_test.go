@@ -40,6 +40,7 @@ func TestUserStatementsKeepTheApplicationUserUnprivileged(t *testing.T) {
 		`CREATE DATABASE "o'hara""app" OWNER "o'hara""app"`,
 		`ALTER ROLE postgres WITH PASSWORD 'SCRAM-SHA-256$super'`,
 		`REVOKE ALL ON DATABASE "o'hara""app" FROM PUBLIC`,
+		`REVOKE CONNECT ON DATABASE postgres FROM PUBLIC`,
 	} {
 		if !strings.Contains(sql, want) {
 			t.Errorf("missing statement %s in\n%s", want, sql)

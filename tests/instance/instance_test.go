@@ -1,0 +1,410 @@
+// Package instance_test runs the instance program itself, as a plain
+// process on 127.0.0.1, against the machine's PostgreSQL 15 and MariaDB
+// 10.11 (Debian packages): bootstrap, the users and their privileges,
+// password rotation without a restart, a clean shutdown, and no password in
+// what it prints.
+package instance_test
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	mysqldriver "github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/dbpilot/dbpilot/internal/localcluster"
+)
+
+var (
+	buildOnce  sync.Once
+	binaryPath string
+	buildErr   error
+)
+
+// instanceBinary builds cmd/instance once for the package.
+func instanceBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		root, err := localcluster.RepoRoot()
+		if err != nil {
+			buildErr = err
+			return
+		}
+		dir, err := os.MkdirTemp("", "dbpilot-instance-bin-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		if err := os.Chmod(dir, 0o755); err != nil {
+			buildErr = err
+			return
+		}
+		binaryPath = filepath.Join(dir, "instance")
+		cmd := exec.Command("go", "build", "-o", binaryPath, "./cmd/instance")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("building the instance program: %v: %s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binaryPath
+}
+
+// osUser is the service account the engine runs as (PostgreSQL and MariaDB
+// refuse root), as in a pod.
+type osUser struct{ uid, gid uint32 }
+
+func lookup(t *testing.T, name string) osUser {
+	t.Helper()
+	u, err := user.Lookup(name)
+	if err != nil {
+		t.Skipf("no %s user (make deps installs the engines): %v", name, err)
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	return osUser{uint32(uid), uint32(gid)}
+}
+
+// workDir is a directory the user owns, removed after the test.
+func (u osUser) workDir(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "dbpilot-instance-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chown(dir, int(u.uid), int(u.gid)); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// writeFile writes a file the user owns, atomically (as the kubelet
+// updates a mounted Secret).
+func (u osUser) writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(tmp, int(u.uid), int(u.gid)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (u osUser) mkdir(t *testing.T, path string) string {
+	t.Helper()
+	if err := os.MkdirAll(path, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(path, int(u.uid), int(u.gid)); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func freePort(t *testing.T) int {
+	t.Helper()
+	port, err := localcluster.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return port
+}
+
+// program is a running instance program.
+type program struct {
+	cmd    *exec.Cmd
+	output *bytes.Buffer
+	mu     *sync.Mutex
+	done   chan error
+	probe  string
+}
+
+func (p *program) printed() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.output.String()
+}
+
+type lockedWriter struct {
+	mu  *sync.Mutex
+	buf *bytes.Buffer
+}
+
+func (w lockedWriter) Write(b []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.Write(b)
+}
+
+// start runs the instance program as the user with args, and waits until
+// its readiness probe answers.
+func start(t *testing.T, u osUser, path string, args ...string) *program {
+	t.Helper()
+	probePort := freePort(t)
+	args = append(args, fmt.Sprintf("--probe-address=127.0.0.1:%d", probePort))
+	cmd := exec.Command(instanceBinary(t), append([]string{"run"}, args...)...)
+	cmd.Dir = "/"
+	cmd.Env = []string{"PATH=" + path, "LANG=C.UTF-8"}
+	p := &program{cmd: cmd, output: &bytes.Buffer{}, mu: &sync.Mutex{}, done: make(chan error, 1),
+		probe: fmt.Sprintf("http://127.0.0.1:%d/readyz", probePort)}
+	cmd.Stdout = lockedWriter{p.mu, p.output}
+	cmd.Stderr = lockedWriter{p.mu, p.output}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: u.uid, Gid: u.gid}, Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		select {
+		case <-p.done:
+		case <-time.After(10 * time.Second):
+		}
+		if t.Failed() {
+			t.Logf("instance program output:\n%s", p.printed())
+		}
+	})
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		resp, err := http.Get(p.probe)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return p
+			}
+		}
+		select {
+		case err := <-p.done:
+			t.Fatalf("the instance program exited: %v\n%s", err, p.printed())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the instance program never turned ready:\n%s", p.printed())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// stop sends SIGTERM, as the kubelet does, and expects a clean exit.
+func (p *program) stop(t *testing.T) {
+	t.Helper()
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-p.done:
+		if err != nil {
+			t.Fatalf("the instance program did not exit cleanly: %v\n%s", err, p.printed())
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatal("the instance program did not stop within 60s of SIGTERM")
+	}
+}
+
+// eventually retries check for up to timeout.
+func eventually(t *testing.T, timeout time.Duration, what string, check func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		err := check()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: %v", what, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func credentials(t *testing.T, u osUser, dir, username, password, superuser string) {
+	t.Helper()
+	u.writeFile(t, filepath.Join(dir, "username"), username)
+	u.writeFile(t, filepath.Join(dir, "password"), password)
+	u.writeFile(t, filepath.Join(dir, "superuser-password"), superuser)
+}
+
+func pgConnect(ctx context.Context, port int, user, password, database string) (*pgx.Conn, error) {
+	cfg, err := pgx.ParseConfig("")
+	if err != nil {
+		return nil, err
+	}
+	cfg.Host, cfg.Port, cfg.User, cfg.Password, cfg.Database = "127.0.0.1", uint16(port), user, password, database
+	cfg.ConnectTimeout = 5 * time.Second
+	return pgx.ConnectConfig(ctx, cfg)
+}
+
+func TestPostgresInstance(t *testing.T) {
+	pg := lookup(t, "postgres")
+	ctx := context.Background()
+	dir := pg.workDir(t)
+	creds := pg.mkdir(t, filepath.Join(dir, "credentials"))
+	sockets := pg.mkdir(t, filepath.Join(dir, "run"))
+	port := freePort(t)
+	credentials(t, pg, creds, "shop", "app-pass-1", "super-pass-1")
+	pg.writeFile(t, filepath.Join(dir, "postgresql.conf"), fmt.Sprintf(
+		"listen_addresses = '127.0.0.1'\nport = %d\nunix_socket_directories = '%s'\nshared_buffers = 32MB\n", port, sockets))
+	args := []string{"--engine=postgres", "--data-dir=" + filepath.Join(dir, "pgdata"),
+		"--config-file=" + filepath.Join(dir, "postgresql.conf"), "--socket=" + sockets,
+		"--port=" + strconv.Itoa(port), "--credentials-dir=" + creds}
+	path := "/usr/lib/postgresql/15/bin:/usr/bin:/bin"
+	p := start(t, pg, path, args...)
+
+	app, err := pgConnect(ctx, port, "shop", "app-pass-1", "shop")
+	if err != nil {
+		t.Fatalf("the application user cannot log in: %v", err)
+	}
+	var super, createRole, createDB bool
+	if err := app.QueryRow(ctx, "SELECT rolsuper, rolcreaterole, rolcreatedb FROM pg_roles WHERE rolname = current_user").Scan(&super, &createRole, &createDB); err != nil {
+		t.Fatal(err)
+	}
+	if super || createRole || createDB {
+		t.Errorf("the application user is privileged: superuser=%t createrole=%t createdb=%t", super, createRole, createDB)
+	}
+	if _, err := app.Exec(ctx, "CREATE TABLE orders (id int)"); err != nil {
+		t.Errorf("the application user cannot create a table in its database: %v", err)
+	}
+	if _, err := app.Exec(ctx, "CREATE ROLE intruder SUPERUSER"); err == nil {
+		t.Error("the application user created a superuser")
+	}
+	app.Close(ctx)
+	if _, err := pgConnect(ctx, port, "shop", "app-pass-1", "postgres"); err == nil {
+		t.Error("the application user connects to another database")
+	}
+	admin, err := pgConnect(ctx, port, "postgres", "super-pass-1", "postgres")
+	if err != nil {
+		t.Fatalf("the superuser cannot log in with superuser-password: %v", err)
+	}
+	admin.Close(ctx)
+
+	// Rotation: the Secret's files change; the running engine follows.
+	credentials(t, pg, creds, "shop", "app-pass-2", "super-pass-2")
+	eventually(t, 15*time.Second, "the rotated application password works", func() error {
+		conn, err := pgConnect(ctx, port, "shop", "app-pass-2", "shop")
+		if err == nil {
+			conn.Close(ctx)
+		}
+		return err
+	})
+	if conn, err := pgConnect(ctx, port, "shop", "app-pass-1", "shop"); err == nil {
+		conn.Close(ctx)
+		t.Error("the old application password still works after rotation")
+	}
+	if _, err := pgConnect(ctx, port, "postgres", "super-pass-2", "postgres"); err != nil {
+		t.Errorf("the rotated superuser password does not work: %v", err)
+	}
+	p.stop(t)
+	out := p.printed()
+	if !strings.Contains(out, "shutdown") {
+		t.Errorf("no clean shutdown in the output:\n%s", out)
+	}
+	for _, secret := range []string{"app-pass-1", "app-pass-2", "super-pass-1", "super-pass-2"} {
+		if strings.Contains(out, secret) {
+			t.Errorf("a password appears in the instance program's output")
+		}
+	}
+
+	// A second start finds the cluster and keeps the data.
+	p = start(t, pg, path, args...)
+	app, err = pgConnect(ctx, port, "shop", "app-pass-2", "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := app.Exec(ctx, "SELECT count(*) FROM orders"); err != nil {
+		t.Errorf("the table is gone after a restart: %v", err)
+	}
+	app.Close(ctx)
+	p.stop(t)
+}
+
+func mysqlConnect(ctx context.Context, port int, user, password, database string) (*sql.DB, error) {
+	cfg := mysqldriver.NewConfig()
+	cfg.Net, cfg.Addr, cfg.User, cfg.Passwd, cfg.DBName = "tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), user, password, database
+	cfg.Timeout = 5 * time.Second
+	connector, err := mysqldriver.NewConnector(cfg)
+	if err != nil {
+		return nil, err
+	}
+	db := sql.OpenDB(connector)
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+func TestMariaDBInstance(t *testing.T) {
+	my := lookup(t, "mysql")
+	ctx := context.Background()
+	dir := my.workDir(t)
+	creds := my.mkdir(t, filepath.Join(dir, "credentials"))
+	run := my.mkdir(t, filepath.Join(dir, "run"))
+	port := freePort(t)
+	credentials(t, my, creds, "shop", "app-pass-1", "super-pass-1")
+	my.writeFile(t, filepath.Join(dir, "my.cnf"), fmt.Sprintf(
+		"[mysqld]\nbind-address = 127.0.0.1\nport = %d\nskip-name-resolve\ninnodb_buffer_pool_size = 64M\n", port))
+	args := []string{"--engine=mariadb", "--data-dir=" + filepath.Join(dir, "data"),
+		"--socket=" + filepath.Join(run, "mysqld.sock"), "--defaults-file=" + filepath.Join(dir, "my.cnf"),
+		"--credentials-dir=" + creds}
+	path := "/usr/sbin:/usr/bin:/bin"
+	p := start(t, my, path, args...)
+
+	app, err := mysqlConnect(ctx, port, "shop", "app-pass-1", "shop")
+	if err != nil {
+		t.Fatalf("the application user cannot log in: %v", err)
+	}
+	if _, err := app.ExecContext(ctx, "CREATE TABLE orders (id int)"); err != nil {
+		t.Errorf("the application user cannot create a table in its database: %v", err)
+	}
+	if _, err := app.ExecContext(ctx, "CREATE USER 'intruder'@'%' IDENTIFIED BY 'x'"); err == nil {
+		t.Error("the application user created a user")
+	}
+	if _, err := app.ExecContext(ctx, "SELECT count(*) FROM mysql.user"); err == nil {
+		t.Error("the application user reads the system database")
+	}
+	app.Close()
+	if _, err := mysqlConnect(ctx, port, "root", "super-pass-1", ""); err == nil {
+		t.Error("root logs in over the network")
+	}
+
+	credentials(t, my, creds, "shop", "app-pass-2", "super-pass-2")
+	eventually(t, 15*time.Second, "the rotated application password works", func() error {
+		db, err := mysqlConnect(ctx, port, "shop", "app-pass-2", "shop")
+		if err == nil {
+			db.Close()
+		}
+		return err
+	})
+	if db, err := mysqlConnect(ctx, port, "shop", "app-pass-1", "shop"); err == nil {
+		db.Close()
+		t.Error("the old application password still works after rotation")
+	}
+	p.stop(t)
+	out := p.printed()
+	for _, secret := range []string{"app-pass-1", "app-pass-2", "super-pass-1", "super-pass-2"} {
+		if strings.Contains(out, secret) {
+			t.Errorf("a password appears in the instance program's output")
+		}
+	}
+}
