@@ -13,6 +13,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
 	"github.com/dbpilot/dbpilot/controllers/desired"
 )
 
@@ -47,6 +48,14 @@ func (r *DatabaseReconciler) reconcileCredentials(ctx context.Context, s *scope)
 		}
 		err = r.Client.Create(ctx, desired.CredentialsSecret(db, creds), client.FieldOwner(FieldOwner))
 		if err == nil {
+			if db.Status.CredentialsSecret == key.Name {
+				// It existed, and someone deleted it: the new passwords
+				// reach the running pods through the mounted Secret, so
+				// dbpilot keeps its access; the application needs the new
+				// password.
+				r.Recorder.Eventf(db, nil, corev1.EventTypeWarning, dbpilotv1alpha1.EventReasonCredentialsRegenerated, "RegenerateCredentials",
+					"Secret %s was deleted: new passwords were generated into it and are applied to the running database; clients must use the new password", key.Name)
+			}
 			return ctrl.Result{}, nil
 		}
 		if !apierrors.IsAlreadyExists(err) {

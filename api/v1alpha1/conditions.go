@@ -49,4 +49,7 @@ const (
 	EventReasonVolumeDeleted  = "VolumesDeleted"
 	EventReasonAutopilot      = "Autopilot"
 	EventReasonAnomaly        = "Anomaly"
+	// EventReasonCredentialsRegenerated: the generated credentials Secret
+	// was deleted and generated anew.
+	EventReasonCredentialsRegenerated = "CredentialsRegenerated"
 )

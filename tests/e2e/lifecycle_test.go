@@ -349,3 +349,34 @@ func TestUserCredentialsSecret(t *testing.T) {
 	}
 	g.Expect(refs).To(ConsistOf("crm-own"), "the pod reads the credentials from the user's Secret")
 }
+
+// TestDeletedCredentialsAreRegenerated deletes the generated credentials
+// Secret of a running Database: dbpilot generates it anew (the instance
+// program applies the new passwords to the running engine; tests/instance
+// checks that part) and says so in a Warning Event.
+func TestDeletedCredentialsAreRegenerated(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := restrictedNamespace(t, "regenerate")
+	startOperator(t, ns)
+
+	db := newDatabase(ns, "crm", dbpilotv1alpha1.EnginePostgres)
+	g.Expect(k8sClient.Create(ctx, db)).To(Succeed())
+	waitConverged(g, db)
+	old := &corev1.Secret{}
+	g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "crm-credentials"}, old)).To(Succeed())
+	g.Expect(eventReasons(g, db)).NotTo(ContainElement(dbpilotv1alpha1.EventReasonCredentialsRegenerated), "a first creation is no regeneration")
+
+	g.Expect(k8sClient.Delete(ctx, old)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		secret := &corev1.Secret{}
+		g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "crm-credentials"}, secret)).To(Succeed())
+		g.Expect(secret.UID).NotTo(Equal(old.UID))
+		g.Expect(secret.Data[desired.SecretKeyPassword]).NotTo(BeEmpty())
+		g.Expect(secret.Data[desired.SecretKeyPassword]).NotTo(Equal(old.Data[desired.SecretKeyPassword]))
+	}, convergeTimeout, pollInterval).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(eventReasons(g, db)).To(ContainElement(dbpilotv1alpha1.EventReasonCredentialsRegenerated))
+	}, convergeTimeout, pollInterval).Should(Succeed())
+}
