@@ -405,6 +405,3 @@ func removeSandboxes(socket string) error {
 	defer rt.close()
 	return rt.removeAllSandboxes(ctx)
 }
-
-// nodePIDs are the node's process groups, for CheckStopped.
-func (n *realNode) processes() []*process { return n.procs }
