@@ -17,6 +17,25 @@ import (
 	"github.com/dbpilot/dbpilot/controllers/desired"
 )
 
+// reconcileReplicationSecret creates the replication user's Secret once.
+func (r *DatabaseReconciler) reconcileReplicationSecret(ctx context.Context, s *scope) (ctrl.Result, error) {
+	db := s.db
+	secret := &corev1.Secret{}
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: db.Namespace, Name: db.ReplicationSecretName()}, secret)
+	if !apierrors.IsNotFound(err) {
+		return ctrl.Result{}, err
+	}
+	password, err := randomPassword()
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	err = r.Client.Create(ctx, desired.ReplicationSecret(db, password), client.FieldOwner(FieldOwner))
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return ctrl.Result{}, fmt.Errorf("creating the replication Secret: %w", err)
+	}
+	return ctrl.Result{}, nil
+}
+
 // reconcileCredentials makes sure the credentials Secret exists and holds
 // every key. A generated Secret is created once and never written again; a
 // user's Secret is only read. Problems are reported by key name, never value.

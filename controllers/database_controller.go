@@ -146,6 +146,7 @@ type phase func(ctx context.Context, s *scope) (ctrl.Result, error)
 func (r *DatabaseReconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result, error) {
 	phases := []phase{
 		r.reconcileCredentials,
+		r.reconcileReplicationSecret,
 		r.reconcileConfigMap,
 		r.reconcileStatefulSet,
 		r.reconcileServices,

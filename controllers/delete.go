@@ -17,9 +17,10 @@ import (
 // reconcileDelete deals with the data as deletionPolicy says, then releases
 // the finalizer; the other children go with the Database through their owner
 // references.
-//   - Retain: every claim, and a generated credentials Secret (without which
-//     the data could not be opened), is labelled with the Database's name and
-//     released from its owner, so nothing collects it.
+//   - Retain: every claim, the replication Secret and a generated
+//     credentials Secret (without which the data could not be opened) are
+//     labelled with the Database's name and released from their owner, so
+//     nothing collects them.
 //   - Delete: the StatefulSet and then every claim are deleted, and the
 //     finalizer stays until the claims are gone.
 func (r *DatabaseReconciler) reconcileDelete(ctx context.Context, db *dbpilotv1alpha1.Database) (ctrl.Result, error) {
@@ -73,15 +74,22 @@ func (r *DatabaseReconciler) retainVolumes(ctx context.Context, db *dbpilotv1alp
 			return fmt.Errorf("retaining volume %s: %w", claims[i].Name, err)
 		}
 	}
+	// The Secrets dbpilot generated go with the volumes: the data there
+	// was written with their passwords (a replica's volume holds the
+	// replication password it streams with).
+	generated := []string{db.ReplicationSecretName()}
 	if db.GeneratesCredentials() {
+		generated = append(generated, db.CredentialsSecretName())
+	}
+	for _, name := range generated {
 		secret := &corev1.Secret{}
-		err := r.Client.Get(ctx, client.ObjectKey{Namespace: db.Namespace, Name: db.CredentialsSecretName()}, secret)
+		err := r.Client.Get(ctx, client.ObjectKey{Namespace: db.Namespace, Name: name}, secret)
 		if client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("reading credentials Secret: %w", err)
+			return fmt.Errorf("reading Secret %s: %w", name, err)
 		}
 		if err == nil {
 			if err := r.release(ctx, db, secret); err != nil {
-				return fmt.Errorf("retaining credentials Secret: %w", err)
+				return fmt.Errorf("retaining Secret %s: %w", name, err)
 			}
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/dbpilot/dbpilot/instance"
@@ -79,13 +80,22 @@ func run(args []string, log *slog.Logger) error {
 	defaultsFile := flags.String("defaults-file", "", "MariaDB/MySQL: a configuration file replacing the default ones")
 	credentialsDir := flags.String("credentials-dir", layout.CredentialsDir, "the credentials Secret's files")
 	probeAddress := flags.String("probe-address", ":"+strconv.Itoa(layout.ProbePort), "where the kubelet's probes (/healthz, /readyz) are answered")
+	instanceName := flags.String("instance-name", "", "this instance's name (default: the host name, which is the pod name)")
+	bootstrapAs := flags.String("bootstrap", "auto", "what an empty data directory becomes: primary, replica, or auto (the instance of ordinal 0 a primary, the others replicas)")
+	cloneFrom := flags.String("clone-from", "", "PostgreSQL: the primary's host a replica clones and streams from")
+	clonePort := flags.Int("clone-port", 5432, "PostgreSQL: the primary's port")
+	replicationPasswordFile := flags.String("replication-password-file", "", "PostgreSQL: the replication user's password")
 	if err := flags.Parse(args); err != nil {
 		return err
 	}
 	var engine instance.Engine
 	switch *engineName {
 	case "postgres":
-		engine = &postgres.Engine{DataDir: *dataDir, ConfigFile: *configFile, SocketDir: *socket, Port: *port, ExtraArgs: flags.Args()}
+		replication, err := postgresReplication(*instanceName, *bootstrapAs, *cloneFrom, *clonePort, *replicationPasswordFile)
+		if err != nil {
+			return err
+		}
+		engine = &postgres.Engine{DataDir: *dataDir, ConfigFile: *configFile, SocketDir: *socket, Port: *port, ExtraArgs: flags.Args(), Replication: replication}
 	case string(mysql.MariaDB), string(mysql.MySQL):
 		engine = &mysql.Engine{Flavor: mysql.Flavor(*engineName), DataDir: *dataDir, Socket: *socket, DefaultsFile: *defaultsFile, ExtraArgs: flags.Args()}
 	default:
@@ -97,4 +107,41 @@ func run(args []string, log *slog.Logger) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	return instance.Run(ctx, engine, *credentialsDir, *probeAddress, log.With("engine", *engineName))
+}
+
+// postgresReplication reads the replication settings. An empty data
+// directory of a replica clones the primary; of a primary, runs initdb.
+func postgresReplication(name, bootstrapAs, cloneFrom string, clonePort int, passwordFile string) (postgres.Replication, error) {
+	if name == "" {
+		host, err := os.Hostname()
+		if err != nil {
+			return postgres.Replication{}, err
+		}
+		name = host
+	}
+	r := postgres.Replication{Port: clonePort, SlotName: postgres.SlotName(name)}
+	if passwordFile != "" {
+		data, err := os.ReadFile(passwordFile)
+		if err != nil {
+			return r, fmt.Errorf("reading the replication password: %w", err)
+		}
+		r.Password = strings.TrimRight(string(data), "\n")
+	}
+	replica := false
+	switch bootstrapAs {
+	case "primary":
+	case "replica":
+		replica = true
+	case "auto":
+		replica = !strings.HasSuffix(name, "-0")
+	default:
+		return r, fmt.Errorf("--bootstrap: %q is not primary, replica or auto", bootstrapAs)
+	}
+	if replica {
+		if cloneFrom == "" {
+			return r, errors.New("a replica needs --clone-from")
+		}
+		r.CloneFrom = cloneFrom
+	}
+	return r, nil
 }

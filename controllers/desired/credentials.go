@@ -46,3 +46,18 @@ func CredentialsSecret(db *dbpilotv1alpha1.Database, creds Credentials) *corev1.
 		},
 	}
 }
+
+// ReplicationSecret holds the replication user's password. Like generated
+// credentials it is created once and never updated.
+func ReplicationSecret(db *dbpilotv1alpha1.Database, password string) *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            db.ReplicationSecretName(),
+			Namespace:       db.Namespace,
+			Labels:          db.CommonLabels(),
+			OwnerReferences: []metav1.OwnerReference{db.OwnerReference()},
+		},
+		Type: corev1.SecretTypeOpaque,
+		Data: map[string][]byte{layout.KeyReplicationPassword: []byte(password)},
+	}
+}

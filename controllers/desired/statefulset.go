@@ -40,6 +40,7 @@ const (
 	tmpVolumeName             = "tmp"
 	binVolumeName             = "dbpilot-bin"
 	credentialsVolumeName     = "credentials"
+	replicationVolumeName     = "replication"
 )
 
 // PostgresPGData is PGDATA: a subdirectory of the volume's mount, because
@@ -211,6 +212,7 @@ func databaseContainer(db *dbpilotv1alpha1.Database, images imagecatalog.Catalog
 			corev1ac.VolumeMount().WithName(tmpVolumeName).WithMountPath("/tmp"),
 			corev1ac.VolumeMount().WithName(binVolumeName).WithMountPath(layout.BinDir).WithReadOnly(true),
 			corev1ac.VolumeMount().WithName(credentialsVolumeName).WithMountPath(layout.CredentialsDir).WithReadOnly(true),
+			corev1ac.VolumeMount().WithName(replicationVolumeName).WithMountPath(layout.ReplicationDir).WithReadOnly(true),
 		)
 	return container
 }
@@ -220,10 +222,15 @@ func databaseContainer(db *dbpilotv1alpha1.Database, images imagecatalog.Catalog
 func instanceArgs(db *dbpilotv1alpha1.Database) []string {
 	profile, _ := db.Spec.Engine.Profile()
 	if db.Spec.Engine == dbpilotv1alpha1.EnginePostgres {
+		// The pod of ordinal 0 bootstraps an empty volume as the primary;
+		// the others clone the primary through the read-write Service
+		// and stream from it, each through its own slot.
 		return []string{layout.CommandRun, "--engine=postgres",
 			"--data-dir=" + PostgresPGData,
 			"--config-file=" + path.Join(profile.ConfigDir, PostgresConfigFile),
 			"--socket=" + runDir(db),
+			"--clone-from=" + db.ServiceHost(db.ReadWriteServiceName()),
+			"--replication-password-file=" + path.Join(layout.ReplicationDir, layout.KeyReplicationPassword),
 		}
 	}
 	return []string{layout.CommandRun, "--engine=" + string(db.Spec.Engine),
@@ -260,6 +267,9 @@ func podVolumes(db *dbpilotv1alpha1.Database) []*corev1ac.VolumeApplyConfigurati
 		// pod's fsGroup, and updated in place when the Secret changes.
 		corev1ac.Volume().WithName(credentialsVolumeName).WithSecret(corev1ac.SecretVolumeSource().
 			WithSecretName(db.CredentialsSecretName()).
+			WithDefaultMode(0o440)),
+		corev1ac.Volume().WithName(replicationVolumeName).WithSecret(corev1ac.SecretVolumeSource().
+			WithSecretName(db.ReplicationSecretName()).
 			WithDefaultMode(0o440)),
 	}
 }

@@ -3,11 +3,13 @@
 // called. Both sides import it, so they cannot drift apart.
 package layout
 
-// Keys of the credentials Secret, which is mounted as files of these names.
+// Keys of the credentials Secret, which is mounted as files of these names,
+// and of the replication Secret.
 const (
-	KeyUsername          = "username"
-	KeyPassword          = "password"
-	KeySuperuserPassword = "superuser-password"
+	KeyReplicationPassword = "password"
+	KeyUsername            = "username"
+	KeyPassword            = "password"
+	KeySuperuserPassword   = "superuser-password"
 )
 
 // Paths in a database pod.
@@ -20,6 +22,8 @@ const (
 	InstanceBinary = BinDir + "/instance"
 	// CredentialsDir holds the credentials Secret as files.
 	CredentialsDir = "/dbpilot/credentials"
+	// ReplicationDir holds the replication Secret as files.
+	ReplicationDir = "/dbpilot/replication"
 	// ProgramInOperatorImage is where the operator's image keeps the
 	// instance program.
 	ProgramInOperatorImage = "/instance"

@@ -35,6 +35,9 @@ type Engine struct {
 	Port int
 	// ExtraArgs are more server arguments (tests use them).
 	ExtraArgs []string
+	// Replication says whether a new instance clones a primary, and how
+	// replicas reach this one.
+	Replication Replication
 }
 
 var _ instance.Engine = (*Engine)(nil)
@@ -52,6 +55,9 @@ func (e *Engine) Initialized() (bool, error) {
 // connections use peer authentication (the program runs as the server's OS
 // user), network connections SCRAM from any address.
 func (e *Engine) Bootstrap(ctx context.Context, creds instance.Credentials) error {
+	if e.Replication.CloneFrom != "" {
+		return e.clone(ctx)
+	}
 	pwfile, err := os.CreateTemp("", "pwfile-")
 	if err != nil {
 		return err
@@ -93,7 +99,9 @@ func InitdbArgs(dataDir, pwfile string) []string {
 // are the boundary, and passwords are never sent in clear.
 const networkHBA = "# dbpilot: clients reach the database through its Services.\n" +
 	"host all all 0.0.0.0/0 scram-sha-256\n" +
-	"host all all ::/0 scram-sha-256\n"
+	"host all all ::/0 scram-sha-256\n" +
+	"host replication " + ReplicationUser + " 0.0.0.0/0 scram-sha-256\n" +
+	"host replication " + ReplicationUser + " ::/0 scram-sha-256\n"
 
 // ServerCommand is postgres with the generated configuration.
 func (e *Engine) ServerCommand() *exec.Cmd {
@@ -129,14 +137,19 @@ func (e *Engine) port() int {
 	return e.Port
 }
 
-// Ping opens a superuser session over the socket and closes it.
+// Ping opens a superuser session over the socket: a primary is ready when
+// it answers, a replica when it also streams from the primary.
 func (e *Engine) Ping(ctx context.Context) error {
 	conn, err := e.connect(ctx)
 	if err != nil {
 		return err
 	}
 	defer conn.Close(ctx)
-	return conn.Ping(ctx)
+	recovering, err := inRecovery(ctx, conn)
+	if err != nil || !recovering {
+		return err
+	}
+	return streaming(ctx, conn)
 }
 
 // EnsureUsers sets the superuser's password and makes the application user
@@ -147,9 +160,24 @@ func (e *Engine) EnsureUsers(ctx context.Context, creds instance.Credentials) er
 		return err
 	}
 	defer conn.Close(ctx)
+	if recovering, err := inRecovery(ctx, conn); err != nil || recovering {
+		// A replica is read-only: it receives the users from the primary.
+		return err
+	}
 	statements, err := userStatements(ctx, conn, creds)
 	if err != nil {
 		return err
+	}
+	if e.Replication.Password != "" {
+		verifier, err := scramVerifier(e.Replication.Password)
+		if err != nil {
+			return err
+		}
+		var exists bool
+		if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $1)", ReplicationUser).Scan(&exists); err != nil {
+			return err
+		}
+		statements = append(statements, ReplicationStatements(verifier, exists)...)
 	}
 	for _, stmt := range statements {
 		if _, err := conn.Exec(ctx, stmt.SQL); err != nil {

@@ -47,6 +47,10 @@ func TestDeleteRetainKeepsData(t *testing.T) {
 	g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "archive-credentials"}, secret)).To(Succeed(), "credentials are kept")
 	g.Expect(secret.Labels).To(HaveKeyWithValue(dbpilotv1alpha1.LabelRetainedFrom, "archive"))
 	g.Expect(secret.OwnerReferences).To(BeEmpty())
+	replication := &corev1.Secret{}
+	g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "archive-replication"}, replication)).To(Succeed(), "the replication password is kept")
+	g.Expect(replication.Labels).To(HaveKeyWithValue(dbpilotv1alpha1.LabelRetainedFrom, "archive"))
+	g.Expect(replication.OwnerReferences).To(BeEmpty())
 }
 
 // TestDeleteDeleteRemovesData deletes a Database with deletionPolicy Delete:

@@ -347,7 +347,7 @@ func TestUserCredentialsSecret(t *testing.T) {
 		}
 		g.Expect(strings.Join(c.Args, " ")).NotTo(ContainSubstring("s3cret"), "no secret value in the pod spec")
 	}
-	g.Expect(refs).To(ConsistOf("crm-own"), "the pod reads the credentials from the user's Secret")
+	g.Expect(refs).To(ConsistOf("crm-own", "crm-replication"), "the pod reads the credentials from the user's Secret, and the replication password from dbpilot's")
 }
 
 // TestDeletedCredentialsAreRegenerated deletes the generated credentials

@@ -90,11 +90,17 @@ func (s mysqlSession) close() { s.db.Close() }
 // connectApp opens a session as the application user through the
 // Database's read-write Service, with the credentials from its Secret.
 func connectApp(ctx context.Context, db *dbpilotv1alpha1.Database) (sqlSession, error) {
+	return connectAppThrough(ctx, db, db.ReadWriteServiceName())
+}
+
+// connectAppThrough opens a session as the application user through one
+// of the Database's Services.
+func connectAppThrough(ctx context.Context, db *dbpilotv1alpha1.Database, service string) (sqlSession, error) {
 	secret, err := clientset.CoreV1().Secrets(db.Namespace).Get(ctx, db.CredentialsSecretName(), metav1.GetOptions{})
 	if err != nil {
 		return nil, err
 	}
-	svc, err := clientset.CoreV1().Services(db.Namespace).Get(ctx, db.ReadWriteServiceName(), metav1.GetOptions{})
+	svc, err := clientset.CoreV1().Services(db.Namespace).Get(ctx, service, metav1.GetOptions{})
 	if err != nil {
 		return nil, err
 	}

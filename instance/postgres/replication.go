@@ -1,0 +1,133 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// ReplicationUser is the role replicas stream as.
+const ReplicationUser = "dbpilot_replication"
+
+// Replication is how an instance takes part in streaming replication.
+type Replication struct {
+	// CloneFrom is the primary's host: an instance bootstrapped from it
+	// clones the primary with pg_basebackup and streams from it. Empty: the
+	// instance bootstraps as a primary (initdb).
+	CloneFrom string
+	// Port is the primary's port.
+	Port int
+	// Password is the replication user's password; without one, no replica
+	// can connect.
+	Password string
+	// SlotName is this instance's physical replication slot on the primary,
+	// so the primary keeps the WAL this replica has not received yet.
+	SlotName string
+}
+
+// SlotName turns an instance name (a pod name) into a slot name: lower
+// case letters, digits and underscores.
+func SlotName(instance string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '_':
+			return r
+		case r >= 'A' && r <= 'Z':
+			return r + ('a' - 'A')
+		}
+		return '_'
+	}, instance)
+}
+
+// BasebackupArgs are pg_basebackup's arguments to clone the primary into
+// dataDir: WAL streamed during the copy, the standby configuration written
+// (standby.signal and primary_conninfo), and this replica's slot created
+// when createSlot is set (it may exist from an earlier clone).
+func (r Replication) BasebackupArgs(dataDir string, createSlot bool) []string {
+	args := []string{
+		"--pgdata=" + dataDir,
+		"--host=" + r.CloneFrom,
+		"--port=" + strconv.Itoa(r.port()),
+		"--username=" + ReplicationUser,
+		"--wal-method=stream",
+		"--write-recovery-conf",
+		"--checkpoint=fast",
+		"--no-password",
+		"--slot=" + r.SlotName,
+	}
+	if createSlot {
+		args = append(args, "--create-slot")
+	}
+	return args
+}
+
+func (r Replication) port() int {
+	if r.Port == 0 {
+		return 5432
+	}
+	return r.Port
+}
+
+// clone copies the primary into the empty data directory. The password
+// goes to pg_basebackup in its environment, never on a command line or in
+// a log.
+func (e *Engine) clone(ctx context.Context) error {
+	if e.Replication.Password == "" {
+		return errors.New("cloning a replica needs the replication password")
+	}
+	run := func(createSlot bool) ([]byte, error) {
+		cmd := exec.CommandContext(ctx, "pg_basebackup", e.Replication.BasebackupArgs(e.DataDir, createSlot)...)
+		cmd.Env = append(os.Environ(), "PGPASSWORD="+e.Replication.Password, "PGCONNECT_TIMEOUT=10")
+		return cmd.CombinedOutput()
+	}
+	out, err := run(true)
+	if err != nil && strings.Contains(string(out), "already exists") {
+		// The slot survived an earlier clone of this replica: reuse it.
+		if rmErr := os.RemoveAll(e.DataDir); rmErr != nil {
+			return rmErr
+		}
+		out, err = run(false)
+	}
+	if err != nil {
+		_ = os.RemoveAll(e.DataDir)
+		return fmt.Errorf("pg_basebackup from %s: %v: %s", e.Replication.CloneFrom, err, out)
+	}
+	return nil
+}
+
+// inRecovery reports whether the server is a standby.
+func inRecovery(ctx context.Context, conn *pgx.Conn) (bool, error) {
+	var recovering bool
+	err := conn.QueryRow(ctx, "SELECT pg_is_in_recovery()").Scan(&recovering)
+	return recovering, err
+}
+
+// streaming returns nil when the standby's WAL receiver streams from the
+// primary.
+func streaming(ctx context.Context, conn *pgx.Conn) error {
+	var status string
+	err := conn.QueryRow(ctx, "SELECT coalesce((SELECT status FROM pg_stat_wal_receiver), 'stopped')").Scan(&status)
+	if err != nil {
+		return err
+	}
+	if status != "streaming" {
+		return fmt.Errorf("the replica does not stream from the primary (WAL receiver: %s)", status)
+	}
+	return nil
+}
+
+// ReplicationStatements make the replication user exist with its password.
+func ReplicationStatements(verifier string, exists bool) []Statement {
+	verb := "CREATE"
+	if exists {
+		verb = "ALTER"
+	}
+	return []Statement{{"setting up the replication user",
+		verb + " ROLE " + ReplicationUser + " WITH LOGIN REPLICATION NOSUPERUSER NOCREATEDB NOCREATEROLE PASSWORD " + literal(verifier)}}
+}

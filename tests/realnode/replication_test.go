@@ -1,0 +1,90 @@
+package realnode_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
+)
+
+// TestPostgresReplicasServeReads runs a PostgreSQL Database with a primary
+// and a streaming replica on real pods: rows written through the -rw
+// Service are read back through the -ro Service from a server in recovery,
+// and scaling to 3 clones a new replica that catches up.
+func TestPostgresReplicasServeReads(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := "real-replicas"
+	restrictedNamespace(t, ns)
+	db := &dbpilotv1alpha1.Database{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "orders"},
+		Spec: dbpilotv1alpha1.DatabaseSpec{
+			Engine:   dbpilotv1alpha1.EnginePostgres,
+			Version:  "15",
+			Replicas: ptr.To[int32](2),
+			Storage:  &dbpilotv1alpha1.StorageSpec{Size: ptr.To(resource.MustParse("1Gi"))},
+		},
+	}
+	g.Expect(k8sClient.Create(ctx, db)).To(Succeed())
+	start := time.Now()
+	waitReadyPods(g, db, 2)
+	t.Logf("primary and streaming replica ready in %.1fs", time.Since(start).Seconds())
+
+	var writer sqlSession
+	g.Eventually(func() (err error) {
+		writer, err = connectApp(ctx, db)
+		return err
+	}, 10*time.Second, 200*time.Millisecond).Should(Succeed())
+	defer writer.close()
+	g.Expect(writer.exec(ctx, "CREATE TABLE orders AS SELECT g AS id FROM generate_series(1, 1000) g")).To(Succeed())
+	replicaSum := func(g Gomega) int {
+		reader, err := connectAppThrough(ctx, db, db.ReadOnlyServiceName())
+		g.Expect(err).NotTo(HaveOccurred())
+		defer reader.close()
+		recovering, err := reader.queryInt(ctx, "SELECT pg_is_in_recovery()::int")
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(recovering).To(Equal(1), "the -ro Service reaches a replica")
+		sum, err := reader.queryInt(ctx, "SELECT coalesce(sum(id), 0)::int FROM orders")
+		g.Expect(err).NotTo(HaveOccurred())
+		return sum
+	}
+	g.Eventually(replicaSum, 30*time.Second, 500*time.Millisecond).Should(Equal(500500), "the replica has the rows")
+
+	g.Eventually(func() error {
+		if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(db), db); err != nil {
+			return err
+		}
+		db.Spec.Replicas = ptr.To[int32](3)
+		return k8sClient.Update(ctx, db)
+	}, 10*time.Second, 200*time.Millisecond).Should(Succeed())
+	start = time.Now()
+	waitReadyPods(g, db, 3)
+	t.Logf("scaled 2 -> 3: the new replica cloned and streams after %.1fs", time.Since(start).Seconds())
+	g.Expect(writer.exec(ctx, "INSERT INTO orders SELECT g FROM generate_series(1001, 2000) g")).To(Succeed())
+	for i := range 6 {
+		// The -ro Service spreads sessions over both replicas.
+		g.Eventually(replicaSum, 30*time.Second, 500*time.Millisecond).Should(Equal(2001000), fmt.Sprintf("read %d", i))
+	}
+
+	g.Expect(k8sClient.Delete(ctx, db)).To(Succeed())
+	g.Eventually(func() error {
+		return k8sClient.Get(ctx, client.ObjectKeyFromObject(db), db)
+	}, 2*time.Minute, 500*time.Millisecond).Should(MatchError(ContainSubstring("not found")))
+}
+
+// waitReadyPods waits until the Database reports n ready pods.
+func waitReadyPods(g Gomega, db *dbpilotv1alpha1.Database, n int32) {
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8sClient.Get(context.Background(), client.ObjectKeyFromObject(db), db)).To(Succeed())
+		g.Expect(db.Status.ReadyReplicas).To(Equal(n), "ready pods")
+		g.Expect(available(db)).To(BeTrue())
+	}, 4*time.Minute, 500*time.Millisecond).Should(Succeed())
+}
