@@ -124,8 +124,9 @@ type DatabaseSpec struct {
 	Version string `json:"version,omitempty"`
 
 	// replicas is the number of pods: one primary plus replicas-1 streaming
-	// replicas. When the auto-pilot is in Auto mode it decides the number within
-	// spec.autopilot.replicas, and this value is the fallback.
+	// replicas (PostgreSQL; MariaDB and MySQL replicas do not stream yet, so
+	// keep 1 for them). When the auto-pilot is in Auto mode it decides the
+	// number within spec.autopilot.replicas, and this value is the fallback.
 	// +optional
 	// +kubebuilder:default=1
 	// +kubebuilder:validation:Minimum=1
