@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -74,6 +75,12 @@ type Engine interface {
 	// StopSignal makes the server shut down cleanly (PostgreSQL: a fast
 	// shutdown with a checkpoint).
 	StopSignal() os.Signal
+}
+
+// ActionServer is an engine with endpoints of its own on the program's HTTP
+// server (each authenticates its callers).
+type ActionServer interface {
+	Actions() map[string]http.Handler
 }
 
 // startupTimeout bounds how long the server may take to accept connections

@@ -34,6 +34,11 @@ func (p *probeServer) start(addr string) error {
 		_, _ = w.Write([]byte("ok\n"))
 	})
 	mux.HandleFunc("GET "+layout.ReadinessPath, p.readiness)
+	if actions, ok := p.engine.(ActionServer); ok {
+		for path, handler := range actions.Actions() {
+			mux.Handle("GET "+path, handler)
+		}
+	}
 	p.server = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = p.server.Serve(listener) }()
 	return nil

@@ -83,8 +83,9 @@ func run(args []string, log *slog.Logger) error {
 	instanceName := flags.String("instance-name", "", "this instance's name (default: the host name, which is the pod name)")
 	bootstrapAs := flags.String("bootstrap", "auto", "what an empty data directory becomes: primary, replica, or auto (the instance of ordinal 0 a primary, the others replicas)")
 	cloneFrom := flags.String("clone-from", "", "PostgreSQL: the primary's host a replica clones and streams from")
-	clonePort := flags.Int("clone-port", 5432, "PostgreSQL: the primary's port")
-	replicationPasswordFile := flags.String("replication-password-file", "", "PostgreSQL: the replication user's password")
+	clonePort := flags.Int("clone-port", 0, "the primary's engine port (default the engine's)")
+	cloneInstancePort := flags.Int("clone-instance-port", layout.ProbePort, "MariaDB: the port of the primary's instance program, which streams the backup a replica clones")
+	replicationPasswordFile := flags.String("replication-password-file", "", "the replication user's password")
 	if err := flags.Parse(args); err != nil {
 		return err
 	}
@@ -97,7 +98,15 @@ func run(args []string, log *slog.Logger) error {
 		}
 		engine = &postgres.Engine{DataDir: *dataDir, ConfigFile: *configFile, SocketDir: *socket, Port: *port, ExtraArgs: flags.Args(), Replication: replication}
 	case string(mysql.MariaDB), string(mysql.MySQL):
-		engine = &mysql.Engine{Flavor: mysql.Flavor(*engineName), DataDir: *dataDir, Socket: *socket, DefaultsFile: *defaultsFile, ExtraArgs: flags.Args()}
+		role, err := readRole(*instanceName, *bootstrapAs, *cloneFrom, *replicationPasswordFile)
+		if err != nil {
+			return err
+		}
+		replication := mysql.Replication{Port: *clonePort, InstancePort: *cloneInstancePort, Password: role.password, ServerID: role.ordinal + 1}
+		if role.replica {
+			replication.CloneFrom = *cloneFrom
+		}
+		engine = &mysql.Engine{Flavor: mysql.Flavor(*engineName), DataDir: *dataDir, Socket: *socket, DefaultsFile: *defaultsFile, ExtraArgs: flags.Args(), Replication: replication}
 	default:
 		return fmt.Errorf("--engine: %q is not postgres, mariadb or mysql", *engineName)
 	}
@@ -112,36 +121,60 @@ func run(args []string, log *slog.Logger) error {
 // postgresReplication reads the replication settings. An empty data
 // directory of a replica clones the primary; of a primary, runs initdb.
 func postgresReplication(name, bootstrapAs, cloneFrom string, clonePort int, passwordFile string) (postgres.Replication, error) {
+	role, err := readRole(name, bootstrapAs, cloneFrom, passwordFile)
+	if err != nil {
+		return postgres.Replication{}, err
+	}
+	r := postgres.Replication{Port: clonePort, SlotName: postgres.SlotName(role.name), Password: role.password}
+	if role.replica {
+		r.CloneFrom = cloneFrom
+	}
+	return r, nil
+}
+
+// role is what this instance is when its data directory is empty.
+type role struct {
+	name     string
+	ordinal  int
+	replica  bool
+	password string
+}
+
+// readRole decides whether an empty data directory becomes a primary or a
+// replica: with --bootstrap=auto, the instance of ordinal 0 (its name, the
+// pod's, ends in -0) is the primary and the others are replicas.
+func readRole(name, bootstrapAs, cloneFrom, passwordFile string) (role, error) {
 	if name == "" {
 		host, err := os.Hostname()
 		if err != nil {
-			return postgres.Replication{}, err
+			return role{}, err
 		}
 		name = host
 	}
-	r := postgres.Replication{Port: clonePort, SlotName: postgres.SlotName(name)}
+	r := role{name: name}
+	if i := strings.LastIndex(name, "-"); i >= 0 {
+		if n, err := strconv.Atoi(name[i+1:]); err == nil {
+			r.ordinal = n
+		}
+	}
 	if passwordFile != "" {
 		data, err := os.ReadFile(passwordFile)
 		if err != nil {
 			return r, fmt.Errorf("reading the replication password: %w", err)
 		}
-		r.Password = strings.TrimRight(string(data), "\n")
+		r.password = strings.TrimRight(string(data), "\n")
 	}
-	replica := false
 	switch bootstrapAs {
 	case "primary":
 	case "replica":
-		replica = true
+		r.replica = true
 	case "auto":
-		replica = !strings.HasSuffix(name, "-0")
+		r.replica = r.ordinal != 0
 	default:
 		return r, fmt.Errorf("--bootstrap: %q is not primary, replica or auto", bootstrapAs)
 	}
-	if replica {
-		if cloneFrom == "" {
-			return r, errors.New("a replica needs --clone-from")
-		}
-		r.CloneFrom = cloneFrom
+	if r.replica && cloneFrom == "" {
+		return r, errors.New("a replica needs --clone-from")
 	}
 	return r, nil
 }

@@ -6,6 +6,7 @@ import (
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
+	"github.com/dbpilot/dbpilot/instance/layout"
 )
 
 // portName is the name of the engine's client port on pods and Services.
@@ -41,7 +42,9 @@ func HeadlessService(db *dbpilotv1alpha1.Database) *corev1ac.ServiceApplyConfigu
 			WithPorts(servicePort(db)))
 }
 
-// ReadWriteService reaches the primary only.
+// ReadWriteService reaches the primary only: its engine, and its instance
+// program, from which a new MariaDB replica clones (authenticated with the
+// replication password).
 func ReadWriteService(db *dbpilotv1alpha1.Database) *corev1ac.ServiceApplyConfiguration {
 	return corev1ac.Service(db.ReadWriteServiceName(), db.Namespace).
 		WithLabels(db.CommonLabels()).
@@ -49,7 +52,11 @@ func ReadWriteService(db *dbpilotv1alpha1.Database) *corev1ac.ServiceApplyConfig
 		WithSpec(corev1ac.ServiceSpec().
 			WithType(corev1.ServiceTypeClusterIP).
 			WithSelector(withRole(db, dbpilotv1alpha1.RolePrimary)).
-			WithPorts(servicePort(db)))
+			WithPorts(servicePort(db), corev1ac.ServicePort().
+				WithName(layout.ProbePortName).
+				WithProtocol(corev1.ProtocolTCP).
+				WithPort(layout.ProbePort).
+				WithTargetPort(intstr.FromString(layout.ProbePortName))))
 }
 
 // ReadOnlyService reaches the replicas, or the primary when the Database runs

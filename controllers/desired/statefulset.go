@@ -233,9 +233,14 @@ func instanceArgs(db *dbpilotv1alpha1.Database) []string {
 			"--replication-password-file=" + path.Join(layout.ReplicationDir, layout.KeyReplicationPassword),
 		}
 	}
+	// MariaDB replicas clone the primary from a backup its instance
+	// program streams, then replicate by GTID. (MySQL replicas do not
+	// clone yet.)
 	return []string{layout.CommandRun, "--engine=" + string(db.Spec.Engine),
 		"--data-dir=" + profile.DataDir,
 		"--socket=" + path.Join(runDir(db), "mysqld.sock"),
+		"--clone-from=" + db.ServiceHost(db.ReadWriteServiceName()),
+		"--replication-password-file=" + path.Join(layout.ReplicationDir, layout.KeyReplicationPassword),
 	}
 }
 

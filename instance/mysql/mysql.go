@@ -10,10 +10,12 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"strconv"
 	"syscall"
 
 	driver "github.com/go-sql-driver/mysql"
@@ -43,6 +45,10 @@ type Engine struct {
 	DefaultsFile string
 	// ExtraArgs are more server arguments.
 	ExtraArgs []string
+
+	// Replication says whether a new MariaDB instance clones a primary, and
+	// how replicas reach this one.
+	Replication Replication
 
 	// appliedSuperuser is the superuser password last applied: MySQL's root
 	// logs in with it until a rotated one is applied.
@@ -87,8 +93,12 @@ func (e *Engine) BootstrapCommand(osUser string) (string, []string) {
 	)
 }
 
-// Bootstrap creates the system tables in an empty datadir.
+// Bootstrap creates the system tables in an empty datadir, or, for a
+// MariaDB replica, clones the primary.
 func (e *Engine) Bootstrap(ctx context.Context, _ instance.Credentials) error {
+	if e.Flavor == MariaDB && e.Replication.CloneFrom != "" {
+		return e.clone(ctx)
+	}
 	osUser, err := currentUser()
 	if err != nil {
 		return err
@@ -109,6 +119,9 @@ func (e *Engine) ServerCommand() *exec.Cmd {
 	args := append(e.defaultsArgs(), "--datadir="+e.DataDir)
 	if e.Socket != "" {
 		args = append(args, "--socket="+e.Socket)
+	}
+	if e.Replication.ServerID > 0 {
+		args = append(args, "--server-id="+strconv.Itoa(e.Replication.ServerID))
 	}
 	return exec.Command(name, append(args, e.ExtraArgs...)...)
 }
@@ -157,7 +170,8 @@ func open(ctx context.Context, cfg *driver.Config) (*sql.DB, error) {
 	return db, nil
 }
 
-// Ping opens a session over the socket and closes it.
+// Ping opens a session over the socket: a primary is ready when it
+// answers, a replica when both its replication threads run.
 func (e *Engine) Ping(ctx context.Context) error {
 	db, err := e.connect(ctx, instance.Credentials{})
 	if err != nil && e.Flavor == MySQL {
@@ -171,7 +185,18 @@ func (e *Engine) Ping(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return db.Close()
+	defer db.Close()
+	if e.Flavor == MySQL {
+		return nil
+	}
+	replica, running, lastError, err := replicaState(ctx, db)
+	switch {
+	case err != nil:
+		return err
+	case replica && !running:
+		return fmt.Errorf("the replica does not replicate from its primary: %s", lastError)
+	}
+	return nil
 }
 
 // EnsureUsers applies the credentials.
@@ -181,7 +206,26 @@ func (e *Engine) EnsureUsers(ctx context.Context, creds instance.Credentials) er
 		return err
 	}
 	defer db.Close()
-	for _, stmt := range UserStatements(e.Flavor, creds) {
+	statements := UserStatements(e.Flavor, creds)
+	if e.Flavor == MariaDB {
+		if err := e.startReplica(ctx, db); err != nil {
+			return err
+		}
+		replica, _, _, err := replicaState(ctx, db)
+		if err != nil {
+			return err
+		}
+		if replica {
+			// A replica receives the users from its primary and takes
+			// no writes of its own.
+			_, err := db.ExecContext(ctx, "SET GLOBAL read_only = ON")
+			return err
+		}
+		if e.Replication.Password != "" {
+			statements = append(statements, ReplicationUserStatements(e.Replication.Password)...)
+		}
+	}
+	for _, stmt := range statements {
 		if _, err := db.ExecContext(ctx, stmt.SQL); err != nil {
 			return fmt.Errorf("%s: %w", stmt.What, err)
 		}
@@ -225,4 +269,13 @@ func currentUser() (string, error) {
 		return "", fmt.Errorf("looking up the OS user (the image's /etc/passwd must name uid %d): %w", os.Getuid(), err)
 	}
 	return u.Username, nil
+}
+
+// Actions are the MariaDB instance's authenticated endpoints: the backup a
+// new replica clones.
+func (e *Engine) Actions() map[string]http.Handler {
+	if e.Flavor != MariaDB {
+		return nil
+	}
+	return map[string]http.Handler{BackupPath: e.BackupHandler()}
 }

@@ -3,8 +3,10 @@ package instance_test
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -85,6 +87,125 @@ func TestPostgresReplicaClonesAndStreams(t *testing.T) {
 		t.Errorf("the replica does not stream through its own slot db_1: %q %v", slot, err)
 	}
 	admin.Close(ctx)
+	replica.stop(t)
+	primary.stop(t)
+}
+
+// TestMariaDBReplicaClonesAndReplicates starts a MariaDB primary and a
+// replica through the instance program: the replica asks the primary's
+// instance program for a backup (refused without the replication
+// password), prepares it, replicates by GTID from where it ended, turns
+// ready once both replication threads run, refuses the application's
+// writes and has 10,000 rows written on the primary with the same checksum.
+func TestMariaDBReplicaClonesAndReplicates(t *testing.T) {
+	my := lookup(t, "mysql")
+	ctx := context.Background()
+	path := "/usr/sbin:/usr/bin:/bin"
+	ports := map[string]int{}
+	args := map[string][]string{}
+	for _, name := range []string{"db-0", "db-1"} {
+		dir := my.workDir(t)
+		creds := my.mkdir(t, filepath.Join(dir, "credentials"))
+		run := my.mkdir(t, filepath.Join(dir, "run"))
+		credentials(t, my, creds, "shop", "app-pass", "super-pass")
+		my.writeFile(t, filepath.Join(dir, "replication-password"), "repl-pass")
+		port := freePort(t)
+		ports[name] = port
+		my.writeFile(t, filepath.Join(dir, "my.cnf"), fmt.Sprintf(
+			"[mysqld]\nbind-address = 127.0.0.1\nport = %d\nskip-name-resolve\ninnodb_buffer_pool_size = 64M\nlog-bin = binlog\n", port))
+		args[name] = []string{"--engine=mariadb", "--data-dir=" + filepath.Join(dir, "data"),
+			"--socket=" + filepath.Join(run, "mysqld.sock"), "--defaults-file=" + filepath.Join(dir, "my.cnf"),
+			"--credentials-dir=" + creds, "--instance-name=" + name,
+			"--replication-password-file=" + filepath.Join(dir, "replication-password")}
+	}
+	primary := start(t, my, path, args["db-0"]...)
+	backup := strings.Replace(primary.probe, "/readyz", "/backup", 1)
+	resp, err := http.Get(backup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("an unauthenticated backup request got %s", resp.Status)
+	}
+	req, _ := http.NewRequest(http.MethodGet, backup, nil)
+	req.Header.Set("Authorization", "Bearer wrong")
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("a backup request with a wrong token got %s", resp.Status)
+		}
+	}
+
+	app, err := mysqlConnect(ctx, ports["db-0"], "shop", "app-pass", "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Close()
+	if _, err := app.ExecContext(ctx, "CREATE TABLE orders (id INT PRIMARY KEY, note VARCHAR(40))"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := app.ExecContext(ctx, "INSERT INTO orders SELECT seq, md5(seq) FROM seq_1_to_5000"); err != nil {
+		t.Fatal(err)
+	}
+	instancePort := strings.TrimSuffix(strings.TrimPrefix(primary.probe, "http://127.0.0.1:"), "/readyz")
+	began := time.Now()
+	replica := start(t, my, path, append(args["db-1"], "--clone-from=127.0.0.1",
+		"--clone-port="+strconv.Itoa(ports["db-0"]), "--clone-instance-port="+instancePort)...)
+	t.Logf("replica cloned and replicating in %.1fs", time.Since(began).Seconds())
+	if _, err := app.ExecContext(ctx, "INSERT INTO orders SELECT seq, md5(seq) FROM seq_5001_to_10000"); err != nil {
+		t.Fatal(err)
+	}
+	const checksum = "SELECT CONCAT(COUNT(*), ':', MD5(GROUP_CONCAT(id, note ORDER BY id))) FROM orders"
+	var want string
+	if _, err := app.ExecContext(ctx, "SET SESSION group_concat_max_len = 10000000"); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := app.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.ExecContext(ctx, "SET SESSION group_concat_max_len = 10000000"); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.QueryRowContext(ctx, checksum).Scan(&want); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close()
+	if !strings.HasPrefix(want, "10000:") {
+		t.Fatalf("the primary has %s", want)
+	}
+	eventually(t, 30*time.Second, "the replica has the primary's rows", func() error {
+		db, err := mysqlConnect(ctx, ports["db-1"], "shop", "app-pass", "shop")
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		c, err := db.Conn(ctx)
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		if _, err := c.ExecContext(ctx, "SET SESSION group_concat_max_len = 10000000"); err != nil {
+			return err
+		}
+		var got string
+		if err := c.QueryRowContext(ctx, checksum).Scan(&got); err != nil {
+			return err
+		}
+		if got != want {
+			return fmt.Errorf("replica %s, primary %s", got, want)
+		}
+		return nil
+	})
+	db, err := mysqlConnect(ctx, ports["db-1"], "shop", "app-pass", "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(ctx, "INSERT INTO orders VALUES (0, 'x')"); err == nil {
+		t.Error("the replica accepts the application's writes")
+	}
+	db.Close()
 	replica.stop(t)
 	primary.stop(t)
 }

@@ -26,7 +26,7 @@ import (
 )
 
 // inProcessNamespaces are watched by the operator this test process runs.
-const inProcessNamespaces = "real-postgres,real-mariadb,real-replicas"
+const inProcessNamespaces = "real-postgres,real-mariadb,real-replicas-postgres,real-replicas-mariadb"
 
 var (
 	cluster   *localcluster.Cluster

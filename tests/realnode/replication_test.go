@@ -15,20 +15,53 @@ import (
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
 )
 
-// TestPostgresReplicasServeReads runs a PostgreSQL Database with a primary
-// and a streaming replica on real pods: rows written through the -rw
-// Service are read back through the -ro Service from a server in recovery,
-// and scaling to 3 clones a new replica that catches up.
-func TestPostgresReplicasServeReads(t *testing.T) {
+// replicationSQL is what the test runs on each engine.
+type replicationSQL struct {
+	engine    dbpilotv1alpha1.Engine
+	version   string
+	create    string // a table orders of ids 1..1000
+	more      string // ids 1001..2000
+	isReplica string // 1 on a read-only replica
+	sum       string
+}
+
+var replicationEngines = []replicationSQL{
+	{
+		engine: dbpilotv1alpha1.EnginePostgres, version: "15",
+		create:    "CREATE TABLE orders AS SELECT g AS id FROM generate_series(1, 1000) g",
+		more:      "INSERT INTO orders SELECT g FROM generate_series(1001, 2000) g",
+		isReplica: "SELECT pg_is_in_recovery()::int",
+		sum:       "SELECT coalesce(sum(id), 0)::int FROM orders",
+	},
+	{
+		engine: dbpilotv1alpha1.EngineMariaDB, version: "10.11",
+		create:    "CREATE TABLE orders (id INT PRIMARY KEY) AS SELECT seq AS id FROM seq_1_to_1000",
+		more:      "INSERT INTO orders SELECT seq FROM seq_1001_to_2000",
+		isReplica: "SELECT @@read_only",
+		sum:       "SELECT CAST(COALESCE(SUM(id), 0) AS SIGNED) FROM orders",
+	},
+}
+
+// TestReplicasServeReads runs a Database of each engine with a primary and
+// a replica on real pods: rows written through the -rw Service are read
+// back through the -ro Service from a read-only replica, and scaling to 3
+// clones a new replica that catches up.
+func TestReplicasServeReads(t *testing.T) {
+	for _, tc := range replicationEngines {
+		t.Run(string(tc.engine), func(t *testing.T) { testReplicasServeReads(t, tc) })
+	}
+}
+
+func testReplicasServeReads(t *testing.T, tc replicationSQL) {
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := "real-replicas"
+	ns := "real-replicas-" + string(tc.engine)
 	restrictedNamespace(t, ns)
 	db := &dbpilotv1alpha1.Database{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "orders"},
 		Spec: dbpilotv1alpha1.DatabaseSpec{
-			Engine:   dbpilotv1alpha1.EnginePostgres,
-			Version:  "15",
+			Engine:   tc.engine,
+			Version:  tc.version,
 			Replicas: ptr.To[int32](2),
 			Storage:  &dbpilotv1alpha1.StorageSpec{Size: ptr.To(resource.MustParse("1Gi"))},
 		},
@@ -36,7 +69,7 @@ func TestPostgresReplicasServeReads(t *testing.T) {
 	g.Expect(k8sClient.Create(ctx, db)).To(Succeed())
 	start := time.Now()
 	waitReadyPods(g, db, 2)
-	t.Logf("primary and streaming replica ready in %.1fs", time.Since(start).Seconds())
+	t.Logf("%s: primary and replica ready in %.1fs", tc.engine, time.Since(start).Seconds())
 
 	var writer sqlSession
 	g.Eventually(func() (err error) {
@@ -44,15 +77,15 @@ func TestPostgresReplicasServeReads(t *testing.T) {
 		return err
 	}, 10*time.Second, 200*time.Millisecond).Should(Succeed())
 	defer writer.close()
-	g.Expect(writer.exec(ctx, "CREATE TABLE orders AS SELECT g AS id FROM generate_series(1, 1000) g")).To(Succeed())
+	g.Expect(writer.exec(ctx, tc.create)).To(Succeed())
 	replicaSum := func(g Gomega) int {
 		reader, err := connectAppThrough(ctx, db, db.ReadOnlyServiceName())
 		g.Expect(err).NotTo(HaveOccurred())
 		defer reader.close()
-		recovering, err := reader.queryInt(ctx, "SELECT pg_is_in_recovery()::int")
+		replica, err := reader.queryInt(ctx, tc.isReplica)
 		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(recovering).To(Equal(1), "the -ro Service reaches a replica")
-		sum, err := reader.queryInt(ctx, "SELECT coalesce(sum(id), 0)::int FROM orders")
+		g.Expect(replica).To(Equal(1), "the -ro Service reaches a read-only replica")
+		sum, err := reader.queryInt(ctx, tc.sum)
 		g.Expect(err).NotTo(HaveOccurred())
 		return sum
 	}
@@ -67,8 +100,8 @@ func TestPostgresReplicasServeReads(t *testing.T) {
 	}, 10*time.Second, 200*time.Millisecond).Should(Succeed())
 	start = time.Now()
 	waitReadyPods(g, db, 3)
-	t.Logf("scaled 2 -> 3: the new replica cloned and streams after %.1fs", time.Since(start).Seconds())
-	g.Expect(writer.exec(ctx, "INSERT INTO orders SELECT g FROM generate_series(1001, 2000) g")).To(Succeed())
+	t.Logf("%s: scaled 2 -> 3: the new replica cloned and replicates after %.1fs", tc.engine, time.Since(start).Seconds())
+	g.Expect(writer.exec(ctx, tc.more)).To(Succeed())
 	for i := range 6 {
 		// The -ro Service spreads sessions over both replicas.
 		g.Eventually(replicaSum, 30*time.Second, 500*time.Millisecond).Should(Equal(2001000), fmt.Sprintf("read %d", i))
