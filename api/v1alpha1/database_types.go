@@ -123,10 +123,11 @@ type DatabaseSpec struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Version",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:text"}
 	Version string `json:"version,omitempty"`
 
-	// replicas is the number of pods: one primary plus replicas-1 streaming
-	// replicas (PostgreSQL; MariaDB and MySQL replicas do not stream yet, so
-	// keep 1 for them). When the auto-pilot is in Auto mode it decides the
-	// number within spec.autopilot.replicas, and this value is the fallback.
+	// replicas is the number of pods: one primary plus replicas-1 replicas
+	// that clone it and replicate (PostgreSQL and MariaDB; MySQL replicas do
+	// not replicate yet, so keep 1 for MySQL). When the auto-pilot is in Auto
+	// mode it decides the number within spec.autopilot.replicas, and this
+	// value is the fallback.
 	// +optional
 	// +kubebuilder:default=1
 	// +kubebuilder:validation:Minimum=1
