@@ -34,6 +34,7 @@ func (p *probeServer) start(addr string) error {
 		_, _ = w.Write([]byte("ok\n"))
 	})
 	mux.HandleFunc("GET "+layout.ReadinessPath, p.readiness)
+	mux.HandleFunc("GET "+layout.StatusPath, p.statusHandler)
 	if actions, ok := p.engine.(ActionServer); ok {
 		for path, handler := range actions.Actions() {
 			mux.Handle("GET "+path, handler)

@@ -44,4 +44,34 @@ const (
 	ProbePortName = "instance"
 	LivenessPath  = "/healthz"
 	ReadinessPath = "/readyz"
+	// StatusPath reports the instance's InstanceStatus as JSON.
+	StatusPath = "/status"
 )
+
+// Roles an instance reports.
+const (
+	RolePrimary = "primary"
+	RoleReplica = "replica"
+)
+
+// InstanceStatus is what an instance reports about itself.
+type InstanceStatus struct {
+	// Role is primary or replica.
+	Role string `json:"role"`
+	// Position is how far the instance's data goes: PostgreSQL's WAL LSN
+	// (written on a primary, replayed on a replica), MariaDB's GTID position.
+	Position string `json:"position,omitempty"`
+	// LagBytes is how much WAL a PostgreSQL replica has received and not yet
+	// replayed.
+	LagBytes *int64 `json:"lagBytes,omitempty"`
+	// LagSeconds is how far a replica is behind its primary in time.
+	LagSeconds *float64 `json:"lagSeconds,omitempty"`
+	// Replicating is true while a replica receives from its primary.
+	Replicating bool `json:"replicating,omitempty"`
+	// Timeline is PostgreSQL's timeline.
+	Timeline int64 `json:"timeline,omitempty"`
+	// Version is the engine's version.
+	Version string `json:"version,omitempty"`
+	// CredentialsApplied is true once the users match the Secret.
+	CredentialsApplied bool `json:"credentialsApplied"`
+}

@@ -210,17 +210,23 @@ func ReplicationUserStatements(password string) []Statement {
 // replicaState reads SHOW SLAVE STATUS: whether this server replicates, and
 // whether both its threads run.
 func replicaState(ctx context.Context, db *sql.DB) (replica, running bool, lastError string, err error) {
+	replica, running, fields, err := replicaFields(ctx, db)
+	return replica, running, fields["Last_IO_Error"] + fields["Last_SQL_Error"], err
+}
+
+// replicaFields reads SHOW SLAVE STATUS into its columns.
+func replicaFields(ctx context.Context, db *sql.DB) (replica, running bool, fields map[string]string, err error) {
 	rows, err := db.QueryContext(ctx, "SHOW SLAVE STATUS")
 	if err != nil {
-		return false, false, "", err
+		return false, false, nil, err
 	}
 	defer rows.Close()
 	columns, err := rows.Columns()
 	if err != nil {
-		return false, false, "", err
+		return false, false, nil, err
 	}
 	if !rows.Next() {
-		return false, false, "", rows.Err()
+		return false, false, nil, rows.Err()
 	}
 	values := make([]sql.NullString, len(columns))
 	pointers := make([]any, len(columns))
@@ -228,15 +234,14 @@ func replicaState(ctx context.Context, db *sql.DB) (replica, running bool, lastE
 		pointers[i] = &values[i]
 	}
 	if err := rows.Scan(pointers...); err != nil {
-		return true, false, "", err
+		return true, false, nil, err
 	}
-	field := map[string]string{}
+	fields = map[string]string{}
 	for i, c := range columns {
-		field[c] = values[i].String
+		fields[c] = values[i].String
 	}
-	running = field["Slave_IO_Running"] == "Yes" && field["Slave_SQL_Running"] == "Yes"
-	lastError = field["Last_IO_Error"] + field["Last_SQL_Error"]
-	return true, running, lastError, nil
+	running = fields["Slave_IO_Running"] == "Yes" && fields["Slave_SQL_Running"] == "Yes"
+	return true, running, fields, nil
 }
 
 // startReplica points a freshly cloned replica at its primary, once.

@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -407,4 +408,39 @@ func TestMariaDBInstance(t *testing.T) {
 			t.Errorf("a password appears in the instance program's output")
 		}
 	}
+}
+
+// instanceStatus reads a running instance program's /status.
+func (p *program) status(t *testing.T) map[string]any {
+	t.Helper()
+	resp, err := http.Get(strings.Replace(p.probe, "/readyz", "/status", 1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("/status answered %s", resp.Status)
+	}
+	status := map[string]any{}
+	if err := json.NewDecoder(resp.Body).Decode(&status); err != nil {
+		t.Fatal(err)
+	}
+	return status
+}
+
+// checkRoles expects the primary and the replica to report their roles, a
+// position, and the replica to replicate with its lag reported.
+func checkRoles(t *testing.T, primary, replica *program) {
+	t.Helper()
+	p := primary.status(t)
+	if p["role"] != "primary" || p["position"] == "" || p["position"] == nil || p["credentialsApplied"] != true {
+		t.Errorf("primary's status: %v", p)
+	}
+	eventually(t, 15*time.Second, "the replica reports itself replicating", func() error {
+		r := replica.status(t)
+		if r["role"] != "replica" || r["replicating"] != true || r["lagSeconds"] == nil {
+			return fmt.Errorf("replica's status: %v", r)
+		}
+		return nil
+	})
 }

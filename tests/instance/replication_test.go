@@ -87,6 +87,7 @@ func TestPostgresReplicaClonesAndStreams(t *testing.T) {
 		t.Errorf("the replica does not stream through its own slot db_1: %q %v", slot, err)
 	}
 	admin.Close(ctx)
+	checkRoles(t, primary, replica)
 	replica.stop(t)
 	primary.stop(t)
 }
@@ -206,6 +207,7 @@ func TestMariaDBReplicaClonesAndReplicates(t *testing.T) {
 		t.Error("the replica accepts the application's writes")
 	}
 	db.Close()
+	checkRoles(t, primary, replica)
 	replica.stop(t)
 	primary.stop(t)
 }

@@ -1,0 +1,43 @@
+package mysql
+
+import (
+	"context"
+	"strconv"
+
+	"github.com/dbpilot/dbpilot/instance"
+	"github.com/dbpilot/dbpilot/instance/layout"
+)
+
+// Status reports the instance: a replica's lag is Seconds_Behind_Master.
+func (e *Engine) Status(ctx context.Context) (instance.Status, error) {
+	db, err := e.connect(ctx, instance.Credentials{})
+	if err != nil {
+		return instance.Status{}, err
+	}
+	defer db.Close()
+	s := instance.Status{Role: layout.RolePrimary}
+	if err := db.QueryRowContext(ctx, "SELECT @@version").Scan(&s.Version); err != nil {
+		return instance.Status{}, err
+	}
+	if e.Flavor == MySQL {
+		return s, nil
+	}
+	if err := db.QueryRowContext(ctx, "SELECT @@gtid_current_pos").Scan(&s.Position); err != nil {
+		return instance.Status{}, err
+	}
+	replica, running, fields, err := replicaFields(ctx, db)
+	if err != nil {
+		return instance.Status{}, err
+	}
+	if replica {
+		s.Role = layout.RoleReplica
+		s.Replicating = running
+		if lag, err := strconv.ParseFloat(fields["Seconds_Behind_Master"], 64); err == nil {
+			s.LagSeconds = &lag
+		}
+		if pos := fields["Gtid_Slave_Pos"]; pos != "" {
+			s.Position = pos
+		}
+	}
+	return s, nil
+}

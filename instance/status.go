@@ -1,0 +1,39 @@
+package instance
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"time"
+
+	"github.com/dbpilot/dbpilot/instance/layout"
+)
+
+// Status is what an instance reports about itself at layout.StatusPath; the
+// operator reads it to label roles and fill status.instances. It holds no
+// secret.
+type Status = layout.InstanceStatus
+
+// StatusReporter is an engine that can describe itself.
+type StatusReporter interface {
+	Status(ctx context.Context) (Status, error)
+}
+
+// statusHandler answers layout.StatusPath.
+func (p *probeServer) statusHandler(w http.ResponseWriter, r *http.Request) {
+	reporter, ok := p.engine.(StatusReporter)
+	if !ok {
+		http.Error(w, "this engine reports no status", http.StatusNotImplemented)
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
+	defer cancel()
+	status, err := reporter.Status(ctx)
+	if err != nil {
+		http.Error(w, "the engine does not answer", http.StatusServiceUnavailable)
+		return
+	}
+	status.CredentialsApplied = p.usersApplied.Load()
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(status)
+}
