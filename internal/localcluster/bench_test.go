@@ -82,48 +82,8 @@ func BenchmarkRealNode(b *testing.B) {
 	}
 	var startTotal, readyTotal time.Duration
 	for i := range b.N {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		began := time.Now()
-		c, err := localcluster.Start(ctx, localcluster.Config{RealNode: true})
+		started, ready, err := realNodeRun(filepath.Join(mustRepoRoot(b), "bin", "images"))
 		if err != nil {
-			cancel()
-			b.Fatalf("starting control plane with a real node: %v", err)
-		}
-		started := time.Since(began)
-		img, err := localimages.Postgres15(filepath.Join(mustRepoRoot(b), "bin", "images"))
-		if err != nil {
-			b.Fatal(err)
-		}
-		if err := c.PushImage(ctx, localimages.PostgresImage, img); err != nil {
-			b.Fatal(err)
-		}
-		clientset, err := kubernetes.NewForConfig(c.RESTConfig)
-		if err != nil {
-			b.Fatal(err)
-		}
-		for {
-			if _, err := clientset.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{}); err == nil {
-				break
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-		created := time.Now()
-		if _, err := clientset.CoreV1().Pods("default").Create(ctx, postgresPod(), metav1.CreateOptions{}); err != nil {
-			b.Fatal(err)
-		}
-		for {
-			pod, err := clientset.CoreV1().Pods("default").Get(ctx, "postgres", metav1.GetOptions{})
-			if err == nil && podReady(pod) {
-				break
-			}
-			if ctx.Err() != nil {
-				b.Fatal("the PostgreSQL pod never became Ready")
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-		ready := time.Since(created)
-		cancel()
-		if err := c.Stop(); err != nil {
 			b.Fatal(err)
 		}
 		startTotal += started
@@ -132,6 +92,58 @@ func BenchmarkRealNode(b *testing.B) {
 	}
 	b.ReportMetric(startTotal.Seconds()/float64(b.N), "realnode-start-s/op")
 	b.ReportMetric(readyTotal.Seconds()/float64(b.N), "postgres-ready-s/op")
+}
+
+// realNodeRun starts a cluster with a real node, times a PostgreSQL pod to
+// Ready, and stops the cluster whatever happens.
+func realNodeRun(imageCache string) (started, ready time.Duration, err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	began := time.Now()
+	c, err := localcluster.Start(ctx, localcluster.Config{RealNode: true})
+	if err != nil {
+		return 0, 0, fmt.Errorf("starting control plane with a real node: %w", err)
+	}
+	defer func() {
+		if stopErr := c.Stop(); stopErr != nil && err == nil {
+			err = stopErr
+		}
+	}()
+	started = time.Since(began)
+	img, err := localimages.Postgres15(imageCache)
+	if err != nil {
+		return 0, 0, err
+	}
+	if err := c.PushImage(ctx, localimages.PostgresImage, img); err != nil {
+		return 0, 0, err
+	}
+	clientset, err := kubernetes.NewForConfig(c.RESTConfig)
+	if err != nil {
+		return 0, 0, err
+	}
+	for {
+		if _, err := clientset.CoreV1().ServiceAccounts("default").Get(ctx, "default", metav1.GetOptions{}); err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			return 0, 0, ctx.Err()
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	created := time.Now()
+	if _, err := clientset.CoreV1().Pods("default").Create(ctx, postgresPod(), metav1.CreateOptions{}); err != nil {
+		return 0, 0, err
+	}
+	for {
+		pod, err := clientset.CoreV1().Pods("default").Get(ctx, "postgres", metav1.GetOptions{})
+		if err == nil && podReady(pod) {
+			return started, time.Since(created), nil
+		}
+		if ctx.Err() != nil {
+			return 0, 0, fmt.Errorf("the PostgreSQL pod never became Ready (logs in %s)", c.LogDir())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // postgresPod runs initdb and PostgreSQL in a pod, Ready once pg_isready

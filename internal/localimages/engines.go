@@ -18,12 +18,16 @@ const (
 	MariaDBImage = "docker.io/library/mariadb:10.11"
 )
 
+// cUTF8Locale is the C.UTF-8 locale the images' LANG names (Debian's
+// libc-bin ships it as files).
+const cUTF8Locale = "/usr/lib/locale/C.utf8"
+
 // Postgres15 is PostgreSQL 15 from the postgresql-15 package, without the
 // LLVM JIT provider (which alone would add 130 MB).
 func Postgres15(cacheDir string) (v1.Image, error) {
 	const home = "/usr/lib/postgresql/15"
 	entries := debianBase("postgres:x:999:999:PostgreSQL:/var/lib/postgresql:/bin/sh")
-	trees, err := hostTrees(home+"/bin", "/usr/share/postgresql/15", "/usr/share/zoneinfo")
+	trees, err := hostTrees(home+"/bin", "/usr/share/postgresql/15", "/usr/share/zoneinfo", cUTF8Locale)
 	if err != nil {
 		return nil, err
 	}
@@ -80,7 +84,7 @@ func MariaDB1011(cacheDir string) (v1.Image, error) {
 	if err != nil {
 		return nil, err
 	}
-	trees, err := hostTrees("/usr/share/mysql", "/usr/lib/mysql")
+	trees, err := hostTrees("/usr/share/mysql", "/usr/lib/mysql", cUTF8Locale)
 	if err != nil {
 		return nil, err
 	}
