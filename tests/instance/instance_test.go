@@ -36,6 +36,14 @@ var (
 	buildErr   error
 )
 
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binaryPath != "" {
+		os.RemoveAll(filepath.Dir(binaryPath))
+	}
+	os.Exit(code)
+}
+
 // instanceBinary builds cmd/instance once for the package.
 func instanceBinary(t *testing.T) string {
 	t.Helper()
