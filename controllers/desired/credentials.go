@@ -31,33 +31,31 @@ type Credentials struct {
 // never applied or updated: a later pass or an operator restart must not
 // change a password the database already uses.
 func CredentialsSecret(db *dbpilotv1alpha1.Database, creds Credentials) *corev1.Secret {
-	return &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:            db.CredentialsSecretName(),
-			Namespace:       db.Namespace,
-			Labels:          db.CommonLabels(),
-			OwnerReferences: []metav1.OwnerReference{db.OwnerReference()},
-		},
-		Type: corev1.SecretTypeOpaque,
-		Data: map[string][]byte{
-			SecretKeyUsername:          []byte(AppUsername),
-			SecretKeyPassword:          []byte(creds.Password),
-			SecretKeySuperuserPassword: []byte(creds.SuperuserPassword),
-		},
-	}
+	return generatedSecret(db, db.CredentialsSecretName(), map[string][]byte{
+		SecretKeyUsername:          []byte(AppUsername),
+		SecretKeyPassword:          []byte(creds.Password),
+		SecretKeySuperuserPassword: []byte(creds.SuperuserPassword),
+	})
 }
 
 // ReplicationSecret holds the replication user's password. Like generated
 // credentials it is created once and never updated.
 func ReplicationSecret(db *dbpilotv1alpha1.Database, password string) *corev1.Secret {
+	return generatedSecret(db, db.ReplicationSecretName(), map[string][]byte{
+		layout.KeyReplicationPassword: []byte(password),
+	})
+}
+
+// generatedSecret is a Secret dbpilot generates for the Database.
+func generatedSecret(db *dbpilotv1alpha1.Database, name string, data map[string][]byte) *corev1.Secret {
 	return &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
-			Name:            db.ReplicationSecretName(),
+			Name:            name,
 			Namespace:       db.Namespace,
 			Labels:          db.CommonLabels(),
 			OwnerReferences: []metav1.OwnerReference{db.OwnerReference()},
 		},
 		Type: corev1.SecretTypeOpaque,
-		Data: map[string][]byte{layout.KeyReplicationPassword: []byte(password)},
+		Data: data,
 	}
 }
