@@ -135,6 +135,28 @@ func connectAppThrough(ctx context.Context, db *dbpilotv1alpha1.Database, servic
 	return mysqlSession{sqlDB}, nil
 }
 
+// newDatabase is a Database of one engine version with 1Gi volumes.
+func newDatabase(namespace, name string, engine dbpilotv1alpha1.Engine, version string, replicas int32) *dbpilotv1alpha1.Database {
+	return &dbpilotv1alpha1.Database{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name},
+		Spec: dbpilotv1alpha1.DatabaseSpec{
+			Engine:   engine,
+			Version:  version,
+			Replicas: ptr.To(replicas),
+			Storage:  &dbpilotv1alpha1.StorageSpec{Size: ptr.To(resource.MustParse("1Gi"))},
+		},
+	}
+}
+
+// deleteAndWait deletes the Database and waits until the operator has
+// finalized it.
+func deleteAndWait(g Gomega, db *dbpilotv1alpha1.Database) {
+	g.Expect(k8sClient.Delete(context.Background(), db)).To(Succeed())
+	g.Eventually(func() error {
+		return k8sClient.Get(context.Background(), client.ObjectKeyFromObject(db), db)
+	}, 2*time.Minute, 500*time.Millisecond).Should(MatchError(ContainSubstring("not found")))
+}
+
 func available(db *dbpilotv1alpha1.Database) bool {
 	return db.Status.ObservedGeneration == db.Generation &&
 		meta.IsStatusConditionTrue(db.Status.Conditions, dbpilotv1alpha1.ConditionAvailable)
@@ -169,15 +191,7 @@ func TestDatabaseServesAndKeepsData(t *testing.T) {
 			ctx := context.Background()
 			ns := "real-" + string(tc.engine)
 			restrictedNamespace(t, ns)
-			db := &dbpilotv1alpha1.Database{
-				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "orders"},
-				Spec: dbpilotv1alpha1.DatabaseSpec{
-					Engine:   tc.engine,
-					Version:  tc.version,
-					Replicas: ptr.To[int32](1),
-					Storage:  &dbpilotv1alpha1.StorageSpec{Size: ptr.To(resource.MustParse("1Gi"))},
-				},
-			}
+			db := newDatabase(ns, "orders", tc.engine, tc.version, 1)
 			g.Expect(k8sClient.Create(ctx, db)).To(Succeed())
 			took := waitAvailable(g, db, 3*time.Minute)
 			t.Logf("%s: create -> Available in %.1fs", tc.engine, took.Seconds())
@@ -224,10 +238,7 @@ func TestDatabaseServesAndKeepsData(t *testing.T) {
 				return session.queryInt(ctx, "SELECT SUM(id) FROM orders")
 			}, 30*time.Second, 500*time.Millisecond).Should(Equal(5050), "the rows survive the pod")
 
-			g.Expect(k8sClient.Delete(ctx, db)).To(Succeed())
-			g.Eventually(func() error {
-				return k8sClient.Get(ctx, client.ObjectKeyFromObject(db), db)
-			}, 2*time.Minute, 500*time.Millisecond).Should(MatchError(ContainSubstring("not found")))
+			deleteAndWait(g, db)
 		})
 	}
 }

@@ -14,11 +14,8 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/yaml"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -124,15 +121,7 @@ func installAndUse(t *testing.T, operatorNS, databaseNS string) {
 	g.Expect(deployment.Spec.Template.Spec.Containers[0].Image).To(Equal(localimages.OperatorImage))
 	g.Expect(deployment.Status.ReadyReplicas).To(Equal(int32(1)), "the operator runs as a pod")
 
-	db := &dbpilotv1alpha1.Database{
-		ObjectMeta: metav1.ObjectMeta{Namespace: databaseNS, Name: "olm"},
-		Spec: dbpilotv1alpha1.DatabaseSpec{
-			Engine:   dbpilotv1alpha1.EnginePostgres,
-			Version:  "15",
-			Replicas: ptr.To[int32](1),
-			Storage:  &dbpilotv1alpha1.StorageSpec{Size: ptr.To(resource.MustParse("1Gi"))},
-		},
-	}
+	db := newDatabase(databaseNS, "olm", dbpilotv1alpha1.EnginePostgres, "15", 1)
 	g.Expect(k8sClient.Create(ctx, db)).To(Succeed())
 	took := waitAvailable(g, db, 3*time.Minute)
 	t.Logf("%s: Database reconciled by the OLM-installed operator, Available in %.1fs", operatorNS, took.Seconds())

@@ -7,8 +7,6 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -57,15 +55,7 @@ func testReplicasServeReads(t *testing.T, tc replicationSQL) {
 	ctx := context.Background()
 	ns := "real-replicas-" + string(tc.engine)
 	restrictedNamespace(t, ns)
-	db := &dbpilotv1alpha1.Database{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "orders"},
-		Spec: dbpilotv1alpha1.DatabaseSpec{
-			Engine:   tc.engine,
-			Version:  tc.version,
-			Replicas: ptr.To[int32](2),
-			Storage:  &dbpilotv1alpha1.StorageSpec{Size: ptr.To(resource.MustParse("1Gi"))},
-		},
-	}
+	db := newDatabase(ns, "orders", tc.engine, tc.version, 2)
 	g.Expect(k8sClient.Create(ctx, db)).To(Succeed())
 	start := time.Now()
 	waitReadyPods(g, db, 2)
@@ -116,10 +106,7 @@ func testReplicasServeReads(t *testing.T, tc replicationSQL) {
 		g.Eventually(replicaSum, 30*time.Second, 500*time.Millisecond).Should(Equal(2001000), fmt.Sprintf("read %d", i))
 	}
 
-	g.Expect(k8sClient.Delete(ctx, db)).To(Succeed())
-	g.Eventually(func() error {
-		return k8sClient.Get(ctx, client.ObjectKeyFromObject(db), db)
-	}, 2*time.Minute, 500*time.Millisecond).Should(MatchError(ContainSubstring("not found")))
+	deleteAndWait(g, db)
 }
 
 // waitReadyPods waits until the Database reports n ready pods.
