@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
+	"github.com/dbpilot/dbpilot/instance/layout"
 )
 
 // observation is what the status is built from: the world as one pass saw
@@ -26,6 +27,8 @@ type observation struct {
 	// degradingErr is reconcileErr when it should show as Degraded (see
 	// failures.degrading).
 	degradingErr error
+	// instances are the instance programs' reports, by pod name.
+	instances map[string]layout.InstanceStatus
 }
 
 // podReady reports whether the pod's Ready condition is True.

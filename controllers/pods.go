@@ -10,21 +10,25 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
+	"github.com/dbpilot/dbpilot/instance/layout"
 )
 
 // reconcilePodRoles labels each pod with its role, which the read-write and
-// read-only Services select on. Until replication brings failover, the
-// primary is the pod with ordinal 0.
+// read-only Services select on: the role its instance program reports, or,
+// for a pod that has not reported one yet, the role it bootstraps as (the
+// pod of ordinal 0 initializes the primary, the others clone it). A pod
+// that stops answering keeps its label.
 func (r *DatabaseReconciler) reconcilePodRoles(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if err := r.observe(ctx, s); err != nil {
 		return ctrl.Result{}, err
 	}
+	s.instances = readInstances(ctx, s.pods)
 	for i := range s.pods {
 		pod := &s.pods[i]
 		if !pod.DeletionTimestamp.IsZero() {
 			continue
 		}
-		role := podRole(s.db, pod)
+		role := podRole(s.db, pod, s.instances)
 		if pod.Labels[dbpilotv1alpha1.LabelRole] == role {
 			continue
 		}
@@ -37,11 +41,20 @@ func (r *DatabaseReconciler) reconcilePodRoles(ctx context.Context, s *scope) (c
 			return ctrl.Result{}, fmt.Errorf("labelling pod %s as %s: %w", pod.Name, role, err)
 		}
 	}
+	if len(s.instances) > 0 {
+		return ctrl.Result{RequeueAfter: instancePollInterval}, nil
+	}
 	return ctrl.Result{}, nil
 }
 
-// podRole is the role a pod should have.
-func podRole(db *dbpilotv1alpha1.Database, pod *corev1.Pod) string {
+// podRole is the role a pod should be labelled with.
+func podRole(db *dbpilotv1alpha1.Database, pod *corev1.Pod, reports map[string]layout.InstanceStatus) string {
+	if report, ok := reports[pod.Name]; ok && (report.Role == layout.RolePrimary || report.Role == layout.RoleReplica) {
+		return report.Role
+	}
+	if current := pod.Labels[dbpilotv1alpha1.LabelRole]; current != "" {
+		return current
+	}
 	if pod.Name == db.PrimaryPodName() {
 		return dbpilotv1alpha1.RolePrimary
 	}

@@ -5,6 +5,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
+	"github.com/dbpilot/dbpilot/instance/layout"
 )
 
 // scope is what one reconcile pass knows about a Database and its world.
@@ -27,4 +28,7 @@ type scope struct {
 	// replicas, or more while a rollout keeps pods it will remove. Set by
 	// the StatefulSet phase; the Services and the budget follow it.
 	replicas int32
+	// instances are what the pods' instance programs report, by pod name;
+	// a pod that did not answer is missing.
+	instances map[string]layout.InstanceStatus
 }

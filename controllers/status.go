@@ -51,6 +51,14 @@ func buildStatus(db *dbpilotv1alpha1.Database, obs observation, now metav1.Time)
 			status.Version = version
 		}
 	}
+	if obs.instances != nil {
+		status.Instances = instanceStatuses(obs.pods, obs.instances)
+		status.CurrentPrimary = currentPrimary(obs.instances)
+	} else {
+		// Not asked this pass (paused): keep what was reported.
+		status.Instances = db.Status.Instances
+		status.CurrentPrimary = db.Status.CurrentPrimary
+	}
 	status.Conditions = buildConditions(db, obs, db.Status.Conditions, now)
 	status.Phase = phaseOf(db, status.Conditions)
 	return status
@@ -69,6 +77,7 @@ func (r *DatabaseReconciler) writeStatus(ctx context.Context, s *scope, reconcil
 		volumeProblem:      s.volumeProblem,
 		reconcileErr:       reconcileErr,
 		degradingErr:       r.failures.degrading(client.ObjectKeyFromObject(s.db), reconcileErr, r.clock().Now()),
+		instances:          s.instances,
 	}
 	status := buildStatus(s.db, obs, metav1.NewTime(r.clock().Now()))
 	r.recordDegraded(s.db, status.Conditions)

@@ -86,10 +86,45 @@ type DatabaseStatus struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Backups",xDescriptors={"urn:alm:descriptor:text"}
 	Backup *BackupStatus `json:"backup,omitempty"`
 
+	// currentPrimary is the pod whose instance reports itself the primary.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Current Primary",xDescriptors={"urn:alm:descriptor:text"}
+	CurrentPrimary string `json:"currentPrimary,omitempty"`
+
+	// instances are the Database's pods and what their instance programs
+	// report: role, readiness and whether a replica replicates.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Instances",xDescriptors={"urn:alm:descriptor:text"}
+	Instances []InstanceStatus `json:"instances,omitempty"`
+
 	// autopilot reports the auto-pilot's latest decision.
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Auto-pilot",xDescriptors={"urn:alm:descriptor:text"}
 	Autopilot *AutopilotStatus `json:"autopilot,omitempty"`
+}
+
+// InstanceStatus is one pod of a Database as its instance program reports
+// it.
+type InstanceStatus struct {
+	// name is the pod's name.
+	// +required
+	Name string `json:"name"`
+
+	// role is primary or replica, as the instance reports it; empty while it
+	// does not answer.
+	// +optional
+	Role string `json:"role,omitempty"`
+
+	// ready is the pod's readiness: the engine takes sessions with the
+	// credentials applied and, on a replica, replicates.
+	// +optional
+	Ready bool `json:"ready,omitempty"`
+
+	// replicating is true while a replica receives from its primary.
+	// +optional
+	Replicating bool `json:"replicating,omitempty"`
 }
 
 // Endpoints are the in-cluster addresses of a Database.

@@ -22,6 +22,9 @@ import (
 )
 
 const (
+	// kwokPodCIDR is where kwok draws its fake pods' addresses.
+	kwokPodCIDR = "127.77.0.0/16"
+
 	// serviceClusterIPRange is the Services' virtual IP range; the first
 	// address is the kubernetes Service, which the serving certificate names.
 	serviceClusterIPRange = "10.96.0.0/16"
@@ -380,6 +383,10 @@ func (c *Cluster) startKwok() error {
 		"--kubeconfig=" + c.KubeconfigPath,
 		"--manage-all-nodes=false",
 		"--manage-nodes-with-annotation-selector=" + kwokNodeAnnotation + "=fake",
+		// Fake pods get loopback addresses: whatever tries to reach one (the
+		// operator reads every running pod's /status) is refused on this
+		// machine instead of sending traffic to a private range.
+		"--cidr=" + kwokPodCIDR,
 		"--node-lease-duration-seconds=40",
 		"--server-address=",
 	}

@@ -60,6 +60,15 @@ func testReplicasServeReads(t *testing.T, tc replicationSQL) {
 	start := time.Now()
 	waitReadyPods(g, db, 2)
 	t.Logf("%s: primary and replica ready in %.1fs", tc.engine, time.Since(start).Seconds())
+	// status.instances tells what the instances report.
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(db), db)).To(Succeed())
+		g.Expect(db.Status.CurrentPrimary).To(Equal(db.PrimaryPodName()))
+		g.Expect(db.Status.Instances).To(ConsistOf(
+			dbpilotv1alpha1.InstanceStatus{Name: db.PodName(0), Role: "primary", Ready: true},
+			dbpilotv1alpha1.InstanceStatus{Name: db.PodName(1), Role: "replica", Ready: true, Replicating: true},
+		))
+	}, time.Minute, 500*time.Millisecond).Should(Succeed())
 
 	var writer sqlSession
 	g.Eventually(func() (err error) {

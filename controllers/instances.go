@@ -1,0 +1,100 @@
+package controllers
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
+	"github.com/dbpilot/dbpilot/instance/layout"
+)
+
+// instanceStatusTimeout bounds one request to an instance program.
+const instanceStatusTimeout = time.Second
+
+// instancePollInterval is how often a Database whose pods run is looked at
+// again, so roles and replication follow what the instances report.
+const instancePollInterval = 30 * time.Second
+
+// instanceHTTP reads the instance programs' status.
+var instanceHTTP = &http.Client{Timeout: instanceStatusTimeout}
+
+// readInstances asks the instance program of every running pod for its
+// status; a pod that does not answer is left out.
+func readInstances(ctx context.Context, pods []corev1.Pod) map[string]layout.InstanceStatus {
+	reports := map[string]layout.InstanceStatus{}
+	for i := range pods {
+		pod := &pods[i]
+		if pod.Status.PodIP == "" || pod.Status.Phase != corev1.PodRunning || !pod.DeletionTimestamp.IsZero() {
+			continue
+		}
+		if status, err := readInstance(ctx, pod.Status.PodIP); err == nil {
+			reports[pod.Name] = status
+		}
+	}
+	return reports
+}
+
+func readInstance(ctx context.Context, ip string) (layout.InstanceStatus, error) {
+	ctx, cancel := context.WithTimeout(ctx, instanceStatusTimeout)
+	defer cancel()
+	url := "http://" + net.JoinHostPort(ip, strconv.Itoa(layout.ProbePort)) + layout.StatusPath
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return layout.InstanceStatus{}, err
+	}
+	resp, err := instanceHTTP.Do(req)
+	if err != nil {
+		return layout.InstanceStatus{}, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return layout.InstanceStatus{}, fmt.Errorf("instance %s: %s", ip, resp.Status)
+	}
+	var status layout.InstanceStatus
+	err = json.NewDecoder(resp.Body).Decode(&status)
+	return status, err
+}
+
+// instanceStatuses are the pods in status.instances, by name.
+func instanceStatuses(pods []corev1.Pod, reports map[string]layout.InstanceStatus) []dbpilotv1alpha1.InstanceStatus {
+	var instances []dbpilotv1alpha1.InstanceStatus
+	for i := range pods {
+		pod := &pods[i]
+		report := reports[pod.Name]
+		instances = append(instances, dbpilotv1alpha1.InstanceStatus{
+			Name:        pod.Name,
+			Role:        report.Role,
+			Ready:       podReady(pod),
+			Replicating: report.Replicating,
+		})
+	}
+	// The cache lists pods in no fixed order; the status must not move
+	// with it.
+	slices.SortFunc(instances, func(a, b dbpilotv1alpha1.InstanceStatus) int { return strings.Compare(a.Name, b.Name) })
+	return instances
+}
+
+// currentPrimary is the one pod that reports itself primary, or "".
+func currentPrimary(reports map[string]layout.InstanceStatus) string {
+	primary := ""
+	for name, report := range reports {
+		if report.Role != layout.RolePrimary {
+			continue
+		}
+		if primary != "" {
+			// Two primaries: name neither; failover handles this.
+			return ""
+		}
+		primary = name
+	}
+	return primary
+}

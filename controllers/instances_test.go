@@ -1,0 +1,56 @@
+package controllers
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
+	"github.com/dbpilot/dbpilot/instance/layout"
+)
+
+func TestRolesComeFromTheInstances(t *testing.T) {
+	db := testDatabase(3)
+	pod := func(name, label string) *corev1.Pod {
+		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		if label != "" {
+			p.Labels = map[string]string{dbpilotv1alpha1.LabelRole: label}
+		}
+		return p
+	}
+	primary0 := db.PrimaryPodName()
+	reports := map[string]layout.InstanceStatus{
+		primary0:     {Role: layout.RoleReplica},
+		"db-other":   {Role: layout.RolePrimary},
+		"db-silent2": {},
+	}
+	for _, tc := range []struct {
+		pod  *corev1.Pod
+		want string
+	}{
+		{pod(primary0, dbpilotv1alpha1.RolePrimary), dbpilotv1alpha1.RoleReplica},    // the report wins over the ordinal and the label
+		{pod("db-other", dbpilotv1alpha1.RoleReplica), dbpilotv1alpha1.RolePrimary},  // a promoted replica
+		{pod("db-silent", dbpilotv1alpha1.RolePrimary), dbpilotv1alpha1.RolePrimary}, // no report: the label stays
+		{pod("db-silent2", ""), dbpilotv1alpha1.RoleReplica},                         // an empty report: bootstrap rule
+		{pod(primary0+"x", ""), dbpilotv1alpha1.RoleReplica},
+	} {
+		if got := podRole(db, tc.pod, reports); got != tc.want {
+			t.Errorf("pod %s (label %q): role %s, want %s", tc.pod.Name, tc.pod.Labels[dbpilotv1alpha1.LabelRole], got, tc.want)
+		}
+	}
+	if got := podRole(db, pod(primary0, ""), nil); got != dbpilotv1alpha1.RolePrimary {
+		t.Errorf("a new pod of ordinal 0 without report: %s", got)
+	}
+}
+
+func TestCurrentPrimary(t *testing.T) {
+	one := map[string]layout.InstanceStatus{"a": {Role: layout.RolePrimary}, "b": {Role: layout.RoleReplica}}
+	if got := currentPrimary(one); got != "a" {
+		t.Errorf("current primary %q, want a", got)
+	}
+	two := map[string]layout.InstanceStatus{"a": {Role: layout.RolePrimary}, "b": {Role: layout.RolePrimary}}
+	if got := currentPrimary(two); got != "" {
+		t.Errorf("two primaries named %q", got)
+	}
+}
