@@ -123,6 +123,9 @@ func (e *Engine) ServerCommand() *exec.Cmd {
 	if e.Replication.ServerID > 0 {
 		args = append(args, "--server-id="+strconv.Itoa(e.Replication.ServerID))
 	}
+	if e.hasReplicaData() {
+		args = append(args, "--read-only=ON")
+	}
 	return exec.Command(name, append(args, e.ExtraArgs...)...)
 }
 

@@ -1,6 +1,8 @@
 package mysql
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -65,5 +67,26 @@ func TestUserStatements(t *testing.T) {
 	}
 	if strings.Contains(mysql, "ALL PRIVILEGES ON *.*") || strings.Contains(maria, "ALL PRIVILEGES ON *.*") {
 		t.Error("the application user gets privileges on every database")
+	}
+}
+
+// TestReplicaDataStartsReadOnly: a cloned datadir, or one pointed at a
+// primary, starts read-only; a primary's does not.
+func TestReplicaDataStartsReadOnly(t *testing.T) {
+	for _, tc := range []struct {
+		file     string
+		readOnly bool
+	}{{"", false}, {cloneGTIDFile, true}, {masterInfoFile, true}} {
+		dir := t.TempDir()
+		if tc.file != "" {
+			if err := os.WriteFile(filepath.Join(dir, tc.file), []byte("0-1-5"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		e := &Engine{Flavor: MariaDB, DataDir: dir}
+		args := strings.Join(e.ServerCommand().Args, " ")
+		if got := strings.Contains(args, "--read-only=ON"); got != tc.readOnly {
+			t.Errorf("datadir with %q: server %s", tc.file, args)
+		}
 	}
 }

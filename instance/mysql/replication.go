@@ -244,6 +244,22 @@ func replicaFields(ctx context.Context, db *sql.DB) (replica, running bool, fiel
 	return true, running, fields, nil
 }
 
+// masterInfoFile is where MariaDB keeps a replica's CHANGE MASTER settings.
+const masterInfoFile = "master.info"
+
+// hasReplicaData reports whether the datadir is a replica's: cloned and not
+// yet pointed at its primary, or pointed at one. Such a server starts
+// read-only and reports itself a replica from its first second, so it never
+// takes a write or looks like a second primary while it starts.
+func (e *Engine) hasReplicaData() bool {
+	for _, name := range []string{cloneGTIDFile, masterInfoFile} {
+		if _, err := os.Stat(filepath.Join(e.DataDir, name)); err == nil {
+			return true
+		}
+	}
+	return false
+}
+
 // startReplica points a freshly cloned replica at its primary, once.
 func (e *Engine) startReplica(ctx context.Context, db *sql.DB) error {
 	path := filepath.Join(e.DataDir, cloneGTIDFile)

@@ -29,7 +29,7 @@ func (e *Engine) Status(ctx context.Context) (instance.Status, error) {
 	if err != nil {
 		return instance.Status{}, err
 	}
-	if replica {
+	if replica || e.hasReplicaData() {
 		s.Role = layout.RoleReplica
 		s.Replicating = running
 		if lag, err := strconv.ParseFloat(fields["Seconds_Behind_Master"], 64); err == nil {
