@@ -39,6 +39,10 @@ func TestRolesComeFromTheInstances(t *testing.T) {
 			t.Errorf("pod %s (label %q): role %s, want %s", tc.pod.Name, tc.pod.Labels[dbpilotv1alpha1.LabelRole], got, tc.want)
 		}
 	}
+	twoClaimants := map[string]layout.InstanceStatus{primary0: {Role: layout.RolePrimary}, "db-1": {Role: layout.RolePrimary}}
+	if got := podRole(db, pod("db-1", dbpilotv1alpha1.RoleReplica), twoClaimants); got != dbpilotv1alpha1.RoleReplica {
+		t.Errorf("a second pod claiming primary was labelled %s", got)
+	}
 	if got := podRole(db, pod(primary0, ""), nil); got != dbpilotv1alpha1.RolePrimary {
 		t.Errorf("a new pod of ordinal 0 without report: %s", got)
 	}

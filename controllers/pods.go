@@ -47,9 +47,16 @@ func (r *DatabaseReconciler) reconcilePodRoles(ctx context.Context, s *scope) (c
 	return ctrl.Result{}, nil
 }
 
-// podRole is the role a pod should be labelled with.
+// podRole is the role a pod should be labelled with. A report of primary is
+// believed only when no other pod reports primary too: the -rw Service must
+// never select two writers, so with two claimants the labels stay as they
+// are.
 func podRole(db *dbpilotv1alpha1.Database, pod *corev1.Pod, reports map[string]layout.InstanceStatus) string {
-	if report, ok := reports[pod.Name]; ok && (report.Role == layout.RolePrimary || report.Role == layout.RoleReplica) {
+	report, ok := reports[pod.Name]
+	switch {
+	case ok && report.Role == layout.RoleReplica:
+		return report.Role
+	case ok && report.Role == layout.RolePrimary && currentPrimary(reports) == pod.Name:
 		return report.Role
 	}
 	if current := pod.Labels[dbpilotv1alpha1.LabelRole]; current != "" {
