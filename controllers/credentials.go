@@ -17,21 +17,47 @@ import (
 	"github.com/dbpilot/dbpilot/controllers/desired"
 )
 
-// reconcileReplicationSecret creates the replication user's Secret once.
+// reconcileReplicationSecret creates the Secret of the replication and
+// monitoring users' passwords once, and adds a key it lacks; a value it holds
+// is never changed.
 func (r *DatabaseReconciler) reconcileReplicationSecret(ctx context.Context, s *scope) (ctrl.Result, error) {
 	db := s.db
 	secret := &corev1.Secret{}
 	err := r.Client.Get(ctx, client.ObjectKey{Namespace: db.Namespace, Name: db.ReplicationSecretName()}, secret)
-	if !apierrors.IsNotFound(err) {
+	if err != nil && !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, err
 	}
-	password, err := randomPassword()
-	if err != nil {
+	var passwords desired.InternalPasswords
+	if passwords.Replication, err = randomPassword(); err != nil {
 		return ctrl.Result{}, err
 	}
-	err = r.Client.Create(ctx, desired.ReplicationSecret(db, password), client.FieldOwner(FieldOwner))
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		return ctrl.Result{}, fmt.Errorf("creating the replication Secret: %w", err)
+	if passwords.Monitoring, err = randomPassword(); err != nil {
+		return ctrl.Result{}, err
+	}
+	wanted := desired.ReplicationSecret(db, passwords)
+	if secret.Name == "" {
+		err = r.Client.Create(ctx, wanted, client.FieldOwner(FieldOwner))
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return ctrl.Result{}, fmt.Errorf("creating the replication Secret: %w", err)
+		}
+		return ctrl.Result{}, nil
+	}
+	patch := client.MergeFromWithOptions(secret.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	added := false
+	for _, key := range desired.InternalKeys {
+		if len(secret.Data[key]) == 0 {
+			if secret.Data == nil {
+				secret.Data = map[string][]byte{}
+			}
+			secret.Data[key] = wanted.Data[key]
+			added = true
+		}
+	}
+	if !added {
+		return ctrl.Result{}, nil
+	}
+	if err := r.Client.Patch(ctx, secret, patch, client.FieldOwner(FieldOwner)); err != nil {
+		return ctrl.Result{}, fmt.Errorf("adding keys to the replication Secret: %w", err)
 	}
 	return ctrl.Result{}, nil
 }

@@ -29,10 +29,15 @@ type Credentials struct {
 	// SuperuserPassword is the password of the engine's superuser, which
 	// dbpilot keeps for itself.
 	SuperuserPassword string
+	// MonitoringPassword is the monitoring user's password; empty: no
+	// monitoring user.
+	MonitoringPassword string
 }
 
-// ReadCredentials reads the Secret's files from dir.
-func ReadCredentials(dir string) (Credentials, error) {
+// ReadCredentials reads the credentials Secret's files from dir and the
+// monitoring password from monitoringFile, when it is set and exists (a
+// Secret that gains the key later reaches the mounted files later).
+func ReadCredentials(dir, monitoringFile string) (Credentials, error) {
 	read := func(key string) (string, error) {
 		data, err := os.ReadFile(filepath.Join(dir, key))
 		if err != nil {
@@ -55,7 +60,23 @@ func ReadCredentials(dir string) (Credentials, error) {
 	if c.SuperuserPassword, err = read(layout.KeySuperuserPassword); err != nil {
 		return c, err
 	}
+	if monitoringFile != "" {
+		data, err := os.ReadFile(monitoringFile)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return c, fmt.Errorf("reading the monitoring password: %w", err)
+		}
+		c.MonitoringPassword = strings.TrimRight(string(data), "\n")
+	}
 	return c, nil
+}
+
+// CredentialFiles are where the passwords the engine's users must have are
+// mounted.
+type CredentialFiles struct {
+	// Dir holds the credentials Secret's files.
+	Dir string
+	// MonitoringPasswordFile is the monitoring user's password; optional.
+	MonitoringPasswordFile string
 }
 
 // Engine is what the supervisor needs from an engine family.
@@ -69,8 +90,9 @@ type Engine interface {
 	// Ping opens a local session and closes it: the server accepts
 	// connections.
 	Ping(ctx context.Context) error
-	// EnsureUsers makes the superuser and the application user (and its
-	// database) exist with the credentials' passwords.
+	// EnsureUsers makes the superuser, the application user (and its
+	// database) and the monitoring user exist with the credentials'
+	// passwords.
 	EnsureUsers(ctx context.Context, creds Credentials) error
 	// StopSignal makes the server shut down cleanly (PostgreSQL: a fast
 	// shutdown with a checkpoint).
@@ -91,8 +113,8 @@ const startupTimeout = 10 * time.Minute
 // applies the credentials and supervises it until ctx ends (the pod is
 // stopping: the engine is shut down cleanly) or the engine exits (an error,
 // so the container exits and the kubelet restarts it).
-func Run(ctx context.Context, engine Engine, credentialsDir, probeAddress string, log *slog.Logger) error {
-	creds, err := ReadCredentials(credentialsDir)
+func Run(ctx context.Context, engine Engine, files CredentialFiles, probeAddress string, log *slog.Logger) error {
+	creds, err := ReadCredentials(files.Dir, files.MonitoringPasswordFile)
 	if err != nil {
 		return err
 	}
@@ -166,7 +188,7 @@ func Run(ctx context.Context, engine Engine, credentialsDir, probeAddress string
 			}
 			return nil
 		case <-ticker.C:
-			latest, err := ReadCredentials(credentialsDir)
+			latest, err := ReadCredentials(files.Dir, files.MonitoringPasswordFile)
 			if err != nil {
 				log.Error("reading the credentials", "error", err.Error())
 				continue

@@ -86,6 +86,7 @@ func run(args []string, log *slog.Logger) error {
 	clonePort := flags.Int("clone-port", 0, "the primary's engine port (default the engine's)")
 	cloneInstancePort := flags.Int("clone-instance-port", layout.ProbePort, "MariaDB: the port of the primary's instance program, which streams the backup a replica clones")
 	replicationPasswordFile := flags.String("replication-password-file", "", "the replication user's password")
+	monitoringPasswordFile := flags.String("monitoring-password-file", "", "the monitoring user's password (no monitoring user without it)")
 	if err := flags.Parse(args); err != nil {
 		return err
 	}
@@ -115,7 +116,8 @@ func run(args []string, log *slog.Logger) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	return instance.Run(ctx, engine, *credentialsDir, *probeAddress, log.With("engine", *engineName))
+	files := instance.CredentialFiles{Dir: *credentialsDir, MonitoringPasswordFile: *monitoringPasswordFile}
+	return instance.Run(ctx, engine, files, *probeAddress, log.With("engine", *engineName))
 }
 
 // postgresReplication reads the replication settings. An empty data

@@ -38,11 +38,23 @@ func CredentialsSecret(db *dbpilotv1alpha1.Database, creds Credentials) *corev1.
 	})
 }
 
-// ReplicationSecret holds the replication user's password. Like generated
-// credentials it is created once and never updated.
-func ReplicationSecret(db *dbpilotv1alpha1.Database, password string) *corev1.Secret {
+// InternalPasswords are the passwords of the users only dbpilot logs in
+// as: the replication user and the monitoring user.
+type InternalPasswords struct {
+	Replication string
+	Monitoring  string
+}
+
+// InternalKeys are the keys of the replication Secret.
+var InternalKeys = []string{layout.KeyReplicationPassword, layout.KeyMonitoringPassword}
+
+// ReplicationSecret holds the replication and monitoring users' passwords.
+// Like generated credentials it is created once; a key it lacks (a Secret
+// from an older dbpilot) is added, and no value is ever changed.
+func ReplicationSecret(db *dbpilotv1alpha1.Database, passwords InternalPasswords) *corev1.Secret {
 	return generatedSecret(db, db.ReplicationSecretName(), map[string][]byte{
-		layout.KeyReplicationPassword: []byte(password),
+		layout.KeyReplicationPassword: []byte(passwords.Replication),
+		layout.KeyMonitoringPassword:  []byte(passwords.Monitoring),
 	})
 }
 

@@ -231,6 +231,7 @@ func instanceArgs(db *dbpilotv1alpha1.Database) []string {
 			"--socket=" + runDir(db),
 			"--clone-from=" + db.ServiceHost(db.ReadWriteServiceName()),
 			"--replication-password-file=" + path.Join(layout.ReplicationDir, layout.KeyReplicationPassword),
+			"--monitoring-password-file=" + path.Join(layout.ReplicationDir, layout.KeyMonitoringPassword),
 		}
 	}
 	// MariaDB replicas clone the primary from a backup its instance
@@ -241,6 +242,7 @@ func instanceArgs(db *dbpilotv1alpha1.Database) []string {
 		"--socket=" + path.Join(runDir(db), "mysqld.sock"),
 		"--clone-from=" + db.ServiceHost(db.ReadWriteServiceName()),
 		"--replication-password-file=" + path.Join(layout.ReplicationDir, layout.KeyReplicationPassword),
+		"--monitoring-password-file=" + path.Join(layout.ReplicationDir, layout.KeyMonitoringPassword),
 	}
 }
 

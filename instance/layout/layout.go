@@ -4,9 +4,11 @@
 package layout
 
 // Keys of the credentials Secret, which is mounted as files of these names,
-// and of the replication Secret.
+// and of the replication Secret (the replication and monitoring users'
+// passwords, which only dbpilot uses).
 const (
 	KeyReplicationPassword = "password"
+	KeyMonitoringPassword  = "monitoring-password"
 	KeyUsername            = "username"
 	KeyPassword            = "password"
 	KeySuperuserPassword   = "superuser-password"

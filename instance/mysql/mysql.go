@@ -228,6 +228,9 @@ func (e *Engine) EnsureUsers(ctx context.Context, creds instance.Credentials) er
 			statements = append(statements, ReplicationUserStatements(e.Replication.Password)...)
 		}
 	}
+	if creds.MonitoringPassword != "" {
+		statements = append(statements, MonitoringStatements(e.Flavor, creds.MonitoringPassword)...)
+	}
 	for _, stmt := range statements {
 		if _, err := db.ExecContext(ctx, stmt.SQL); err != nil {
 			return fmt.Errorf("%s: %w", stmt.What, err)

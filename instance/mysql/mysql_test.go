@@ -90,3 +90,24 @@ func TestReplicaDataStartsReadOnly(t *testing.T) {
 		}
 	}
 }
+
+// TestMonitoringStatements: MySQL gets the password for its default
+// authentication plugin, MariaDB a native hash; both the exporter's three
+// privileges and nothing more; the password itself never appears in a
+// MariaDB statement.
+func TestMonitoringStatements(t *testing.T) {
+	for _, flavor := range []Flavor{MySQL, MariaDB} {
+		var all []string
+		for _, s := range MonitoringStatements(flavor, "m'pw") {
+			all = append(all, s.SQL)
+		}
+		joined := strings.Join(all, "\n")
+		if !strings.Contains(joined, "GRANT PROCESS, REPLICATION CLIENT, SELECT ON *.* TO 'dbpilot_monitoring'@'%'") {
+			t.Errorf("%s: grants:\n%s", flavor, joined)
+		}
+		hasPlain := strings.Contains(joined, "IDENTIFIED BY 'm''pw'")
+		if hasPlain != (flavor == MySQL) {
+			t.Errorf("%s: password form:\n%s", flavor, joined)
+		}
+	}
+}

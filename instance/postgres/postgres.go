@@ -152,8 +152,9 @@ func (e *Engine) Ping(ctx context.Context) error {
 	return streaming(ctx, conn)
 }
 
-// EnsureUsers sets the superuser's password and makes the application user
-// (login, no other privilege) own a database of its name.
+// EnsureUsers sets the superuser's password, makes the application user
+// (login, no other privilege) own a database of its name, and keeps the
+// replication and monitoring users' passwords.
 func (e *Engine) EnsureUsers(ctx context.Context, creds instance.Credentials) error {
 	conn, err := e.connect(ctx)
 	if err != nil {
@@ -178,6 +179,17 @@ func (e *Engine) EnsureUsers(ctx context.Context, creds instance.Credentials) er
 			return err
 		}
 		statements = append(statements, ReplicationStatements(verifier, exists)...)
+	}
+	if creds.MonitoringPassword != "" {
+		verifier, err := scramVerifier(creds.MonitoringPassword)
+		if err != nil {
+			return err
+		}
+		var exists bool
+		if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = $1)", MonitoringUser).Scan(&exists); err != nil {
+			return err
+		}
+		statements = append(statements, MonitoringStatements(verifier, exists)...)
 	}
 	for _, stmt := range statements {
 		if _, err := conn.Exec(ctx, stmt.SQL); err != nil {

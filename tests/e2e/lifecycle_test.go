@@ -16,6 +16,7 @@ import (
 
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
 	"github.com/dbpilot/dbpilot/controllers/desired"
+	"github.com/dbpilot/dbpilot/instance/layout"
 )
 
 // TestCreateBecomesAvailable creates a PostgreSQL Database in a namespace that
@@ -379,4 +380,35 @@ func TestDeletedCredentialsAreRegenerated(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		g.Expect(eventReasons(g, db)).To(ContainElement(dbpilotv1alpha1.EventReasonCredentialsRegenerated))
 	}, convergeTimeout, pollInterval).Should(Succeed())
+}
+
+// TestInternalPasswordsSecret: the Secret of the replication and monitoring
+// users' passwords holds both keys; a key it lacks (a Secret from an older
+// dbpilot) is added, and a value it holds is never changed.
+func TestInternalPasswordsSecret(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := restrictedNamespace(t, "internal-passwords")
+	startOperator(t, ns)
+
+	db := newDatabase(ns, "billing", dbpilotv1alpha1.EngineMariaDB)
+	g.Expect(k8sClient.Create(ctx, db)).To(Succeed())
+	waitConverged(g, db)
+	key := client.ObjectKey{Namespace: ns, Name: db.ReplicationSecretName()}
+	secret := &corev1.Secret{}
+	g.Expect(k8sClient.Get(ctx, key, secret)).To(Succeed())
+	for _, k := range desired.InternalKeys {
+		g.Expect(secret.Data[k]).To(HaveLen(32), "key %s", k)
+	}
+	replication := string(secret.Data[layout.KeyReplicationPassword])
+	g.Expect(string(secret.Data[layout.KeyMonitoringPassword])).NotTo(Equal(replication))
+
+	delete(secret.Data, layout.KeyMonitoringPassword)
+	g.Expect(k8sClient.Update(ctx, secret)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8sClient.Get(ctx, key, secret)).To(Succeed())
+		g.Expect(secret.Data[layout.KeyMonitoringPassword]).To(HaveLen(32))
+	}, convergeTimeout, pollInterval).Should(Succeed())
+	g.Expect(string(secret.Data[layout.KeyReplicationPassword])).To(Equal(replication), "the replication password was changed")
 }

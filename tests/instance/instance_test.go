@@ -274,9 +274,11 @@ func TestPostgresInstance(t *testing.T) {
 	credentials(t, pg, creds, "shop", "app-pass-1", "super-pass-1")
 	pg.writeFile(t, filepath.Join(dir, "postgresql.conf"), fmt.Sprintf(
 		"listen_addresses = '127.0.0.1'\nport = %d\nunix_socket_directories = '%s'\nshared_buffers = 32MB\n", port, sockets))
+	monitoringFile := filepath.Join(dir, "monitoring-password")
+	pg.writeFile(t, monitoringFile, "monitor-pass-1")
 	args := []string{"--engine=postgres", "--data-dir=" + filepath.Join(dir, "pgdata"),
 		"--config-file=" + filepath.Join(dir, "postgresql.conf"), "--socket=" + sockets,
-		"--port=" + strconv.Itoa(port), "--credentials-dir=" + creds}
+		"--port=" + strconv.Itoa(port), "--credentials-dir=" + creds, "--monitoring-password-file=" + monitoringFile}
 	path := "/usr/lib/postgresql/15/bin:/usr/bin:/bin"
 	p := start(t, pg, path, args...)
 
@@ -305,9 +307,15 @@ func TestPostgresInstance(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the superuser cannot log in with superuser-password: %v", err)
 	}
+	// A table the monitoring user could write if it were allowed to.
+	if _, err := admin.Exec(ctx, "CREATE TABLE probe (id int); GRANT ALL ON probe TO PUBLIC"); err != nil {
+		t.Fatal(err)
+	}
 	admin.Close(ctx)
+	checkPostgresMonitoring(ctx, t, port, "monitor-pass-1")
 
 	// Rotation: the Secret's files change; the running engine follows.
+	pg.writeFile(t, monitoringFile, "monitor-pass-2")
 	credentials(t, pg, creds, "shop", "app-pass-2", "super-pass-2")
 	eventually(t, 15*time.Second, "the rotated application password works", func() error {
 		conn, err := pgConnect(ctx, port, "shop", "app-pass-2", "shop")
@@ -323,12 +331,17 @@ func TestPostgresInstance(t *testing.T) {
 	if _, err := pgConnect(ctx, port, "postgres", "super-pass-2", "postgres"); err != nil {
 		t.Errorf("the rotated superuser password does not work: %v", err)
 	}
+	if conn, err := pgConnect(ctx, port, "dbpilot_monitoring", "monitor-pass-2", "postgres"); err != nil {
+		t.Errorf("the rotated monitoring password does not work: %v", err)
+	} else {
+		conn.Close(ctx)
+	}
 	p.stop(t)
 	out := p.printed()
 	if !strings.Contains(out, "shutdown") {
 		t.Errorf("no clean shutdown in the output:\n%s", out)
 	}
-	for _, secret := range []string{"app-pass-1", "app-pass-2", "super-pass-1", "super-pass-2"} {
+	for _, secret := range []string{"app-pass-1", "app-pass-2", "super-pass-1", "super-pass-2", "monitor-pass-1", "monitor-pass-2"} {
 		if strings.Contains(out, secret) {
 			t.Errorf("a password appears in the instance program's output")
 		}
@@ -373,9 +386,11 @@ func TestMariaDBInstance(t *testing.T) {
 	credentials(t, my, creds, "shop", "app-pass-1", "super-pass-1")
 	my.writeFile(t, filepath.Join(dir, "my.cnf"), fmt.Sprintf(
 		"[mysqld]\nbind-address = 127.0.0.1\nport = %d\nskip-name-resolve\ninnodb_buffer_pool_size = 64M\n", port))
+	monitoringFile := filepath.Join(dir, "monitoring-password")
+	my.writeFile(t, monitoringFile, "monitor-pass-1")
 	args := []string{"--engine=mariadb", "--data-dir=" + filepath.Join(dir, "data"),
 		"--socket=" + filepath.Join(run, "mysqld.sock"), "--defaults-file=" + filepath.Join(dir, "my.cnf"),
-		"--credentials-dir=" + creds}
+		"--credentials-dir=" + creds, "--monitoring-password-file=" + monitoringFile}
 	path := "/usr/sbin:/usr/bin:/bin"
 	p := start(t, my, path, args...)
 
@@ -392,11 +407,14 @@ func TestMariaDBInstance(t *testing.T) {
 	if _, err := app.ExecContext(ctx, "SELECT count(*) FROM mysql.user"); err == nil {
 		t.Error("the application user reads the system database")
 	}
+	// The application's session is open: the monitoring user must see it.
+	checkMariaDBMonitoring(ctx, t, port, "monitor-pass-1")
 	app.Close()
 	if _, err := mysqlConnect(ctx, port, "root", "super-pass-1", ""); err == nil {
 		t.Error("root logs in over the network")
 	}
 
+	my.writeFile(t, monitoringFile, "monitor-pass-2")
 	credentials(t, my, creds, "shop", "app-pass-2", "super-pass-2")
 	eventually(t, 15*time.Second, "the rotated application password works", func() error {
 		db, err := mysqlConnect(ctx, port, "shop", "app-pass-2", "shop")
@@ -409,9 +427,16 @@ func TestMariaDBInstance(t *testing.T) {
 		db.Close()
 		t.Error("the old application password still works after rotation")
 	}
+	eventually(t, 15*time.Second, "the rotated monitoring password works", func() error {
+		db, err := mysqlConnect(ctx, port, "dbpilot_monitoring", "monitor-pass-2", "")
+		if err == nil {
+			db.Close()
+		}
+		return err
+	})
 	p.stop(t)
 	out := p.printed()
-	for _, secret := range []string{"app-pass-1", "app-pass-2", "super-pass-1", "super-pass-2"} {
+	for _, secret := range []string{"app-pass-1", "app-pass-2", "super-pass-1", "super-pass-2", "monitor-pass-1", "monitor-pass-2"} {
 		if strings.Contains(out, secret) {
 			t.Errorf("a password appears in the instance program's output")
 		}
