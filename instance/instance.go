@@ -79,6 +79,15 @@ type CredentialFiles struct {
 	MonitoringPasswordFile string
 }
 
+// Probes configure the program's HTTP server.
+type Probes struct {
+	// Address is where the probes, /status and the actions are served.
+	Address string
+	// MaxReplicaLag is how far a replica may be behind its primary and still
+	// be ready; 0: no bound.
+	MaxReplicaLag time.Duration
+}
+
 // Engine is what the supervisor needs from an engine family.
 type Engine interface {
 	// Initialized reports whether the data directory holds a database.
@@ -113,18 +122,18 @@ const startupTimeout = 10 * time.Minute
 // applies the credentials and supervises it until ctx ends (the pod is
 // stopping: the engine is shut down cleanly) or the engine exits (an error,
 // so the container exits and the kubelet restarts it).
-func Run(ctx context.Context, engine Engine, files CredentialFiles, probeAddress string, log *slog.Logger) error {
+func Run(ctx context.Context, engine Engine, files CredentialFiles, probes Probes, log *slog.Logger) error {
 	creds, err := ReadCredentials(files.Dir, files.MonitoringPasswordFile)
 	if err != nil {
 		return err
 	}
 	// Probes are answered from the start: alive while bootstrapping, ready
 	// only once the engine accepts sessions with the credentials applied.
-	probes := &probeServer{engine: engine}
-	if err := probes.start(probeAddress); err != nil {
+	endpoints := &probeServer{engine: engine, maxReplicaLag: probes.MaxReplicaLag}
+	if err := endpoints.start(probes.Address); err != nil {
 		return err
 	}
-	defer probes.stop()
+	defer endpoints.stop()
 	initialized, err := engine.Initialized()
 	if err != nil {
 		return err
@@ -171,7 +180,7 @@ func Run(ctx context.Context, engine Engine, files CredentialFiles, probeAddress
 	if err := engine.EnsureUsers(ctx, creds); err != nil {
 		return errors.Join(fmt.Errorf("applying credentials: %w", err), stop("credentials failed"))
 	}
-	probes.setUsersApplied()
+	endpoints.setUsersApplied()
 	log.Info("engine ready, credentials applied")
 
 	// The kubelet updates a mounted Secret's files in place: a changed

@@ -14,12 +14,14 @@ import (
 
 // probeServer answers the kubelet's probes. /healthz: the program runs (it
 // exits when the engine does, so a live program means a live engine).
-// /readyz: the engine accepts a local session now, and the credentials have
-// been applied since it started.
+// /readyz: the engine accepts a local session now, the credentials have
+// been applied since it started, and a replica is no further behind its
+// primary than maxReplicaLag.
 type probeServer struct {
-	engine       Engine
-	usersApplied atomic.Bool
-	server       *http.Server
+	engine        Engine
+	maxReplicaLag time.Duration
+	usersApplied  atomic.Bool
+	server        *http.Server
 }
 
 func (p *probeServer) setUsersApplied() { p.usersApplied.Store(true) }
@@ -56,7 +58,33 @@ func (p *probeServer) readiness(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "engine does not accept connections", http.StatusServiceUnavailable)
 		return
 	}
+	if behind := p.replicaBehind(ctx); behind != "" {
+		http.Error(w, behind, http.StatusServiceUnavailable)
+		return
+	}
 	_, _ = w.Write([]byte("ok\n"))
+}
+
+// replicaBehind describes how far a replica lags when that is more than
+// maxReplicaLag, so it leaves the -ro Service until it catches up; "" when
+// it is within the bound, is a primary, or the bound is off.
+func (p *probeServer) replicaBehind(ctx context.Context) string {
+	reporter, ok := p.engine.(StatusReporter)
+	if !ok || p.maxReplicaLag <= 0 {
+		return ""
+	}
+	status, err := reporter.Status(ctx)
+	if err != nil {
+		return "the engine does not report its replication state"
+	}
+	if status.Role != layout.RoleReplica || status.LagSeconds == nil {
+		return ""
+	}
+	lag := time.Duration(*status.LagSeconds * float64(time.Second))
+	if lag <= p.maxReplicaLag {
+		return ""
+	}
+	return fmt.Sprintf("the replica is %s behind its primary (bound %s)", lag.Round(time.Second), p.maxReplicaLag)
 }
 
 func (p *probeServer) stop() {

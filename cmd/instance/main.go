@@ -17,6 +17,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/dbpilot/dbpilot/instance"
 	"github.com/dbpilot/dbpilot/instance/layout"
@@ -80,6 +81,7 @@ func run(args []string, log *slog.Logger) error {
 	defaultsFile := flags.String("defaults-file", "", "MariaDB/MySQL: a configuration file replacing the default ones")
 	credentialsDir := flags.String("credentials-dir", layout.CredentialsDir, "the credentials Secret's files")
 	probeAddress := flags.String("probe-address", ":"+strconv.Itoa(layout.ProbePort), "where the kubelet's probes (/healthz, /readyz) are answered")
+	maxReplicaLag := flags.Duration("max-replica-lag", 30*time.Second, "a replica further behind its primary is not ready (leaves the -ro Service) until it catches up; 0: no bound")
 	instanceName := flags.String("instance-name", "", "this instance's name (default: the host name, which is the pod name)")
 	bootstrapAs := flags.String("bootstrap", "auto", "what an empty data directory becomes: primary, replica, or auto (the instance of ordinal 0 a primary, the others replicas)")
 	cloneFrom := flags.String("clone-from", "", "PostgreSQL: the primary's host a replica clones and streams from")
@@ -117,7 +119,8 @@ func run(args []string, log *slog.Logger) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	files := instance.CredentialFiles{Dir: *credentialsDir, MonitoringPasswordFile: *monitoringPasswordFile}
-	return instance.Run(ctx, engine, files, *probeAddress, log.With("engine", *engineName))
+	probes := instance.Probes{Address: *probeAddress, MaxReplicaLag: *maxReplicaLag}
+	return instance.Run(ctx, engine, files, probes, log.With("engine", *engineName))
 }
 
 // postgresReplication reads the replication settings. An empty data

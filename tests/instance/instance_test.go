@@ -11,6 +11,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -441,6 +442,17 @@ func TestMariaDBInstance(t *testing.T) {
 			t.Errorf("a password appears in the instance program's output")
 		}
 	}
+}
+
+// readiness asks the readiness probe once.
+func (p *program) readiness() (int, string) {
+	resp, err := http.Get(p.probe)
+	if err != nil {
+		return 0, err.Error()
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
 }
 
 // instanceStatus reads a running instance program's /status.

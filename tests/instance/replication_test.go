@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // TestPostgresReplicaClonesAndStreams starts a primary and a replica through
@@ -38,7 +40,7 @@ func TestPostgresReplicaClonesAndStreams(t *testing.T) {
 	}
 	primary := start(t, pg, path, args["db-0"]...)
 	began := time.Now()
-	replica := start(t, pg, path, append(args["db-1"], "--clone-from=127.0.0.1", "--clone-port="+strconv.Itoa(ports["db-0"]))...)
+	replica := start(t, pg, path, append(args["db-1"], "--clone-from=127.0.0.1", "--clone-port="+strconv.Itoa(ports["db-0"]), "--max-replica-lag=2s")...)
 	t.Logf("replica cloned and streaming in %.1fs", time.Since(began).Seconds())
 
 	app, err := pgConnect(ctx, ports["db-0"], "shop", "app-pass", "shop")
@@ -88,8 +90,45 @@ func TestPostgresReplicaClonesAndStreams(t *testing.T) {
 	}
 	admin.Close(ctx)
 	checkRoles(t, primary, replica)
+	checkLagBound(ctx, t, replica, ports["db-1"], app)
 	replica.stop(t)
 	primary.stop(t)
+}
+
+// checkLagBound pauses the replica's replay while the primary writes: past
+// the replica's 2 s bound it is not ready, and once replay resumes it is
+// again.
+func checkLagBound(ctx context.Context, t *testing.T, replica *program, port int, app *pgx.Conn) {
+	t.Helper()
+	admin, err := pgConnect(ctx, port, "postgres", "super-pass", "postgres")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	if _, err := admin.Exec(ctx, "SELECT pg_wal_replay_pause()"); err != nil {
+		t.Fatal(err)
+	}
+	// A transaction the replica has replayed, then one it has not.
+	time.Sleep(2500 * time.Millisecond)
+	if _, err := app.Exec(ctx, "INSERT INTO orders VALUES (10001, 'late')"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the lagging replica is not ready", func() error {
+		code, body := replica.readiness()
+		if code != http.StatusServiceUnavailable || !strings.Contains(body, "behind its primary") {
+			return fmt.Errorf("readiness %d: %s", code, body)
+		}
+		return nil
+	})
+	if _, err := admin.Exec(ctx, "SELECT pg_wal_replay_resume()"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the replica that caught up is ready", func() error {
+		if code, body := replica.readiness(); code != http.StatusOK {
+			return fmt.Errorf("readiness %d: %s", code, body)
+		}
+		return nil
+	})
 }
 
 // TestMariaDBReplicaClonesAndReplicates starts a MariaDB primary and a
