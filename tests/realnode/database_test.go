@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"fmt"
 	"net"
-	"os"
 	"strconv"
 	"testing"
 	"time"
@@ -13,7 +12,6 @@ import (
 	mysqldriver "github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5"
 	. "github.com/onsi/gomega"
-	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -24,15 +22,6 @@ import (
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
 	"github.com/dbpilot/dbpilot/controllers/desired"
 )
-
-// zapLevel is the operator's log level in tests: errors only, unless
-// DBPILOT_TEST_LOG=debug.
-func zapLevel() zapcore.Level {
-	if os.Getenv("DBPILOT_TEST_LOG") == "debug" {
-		return zapcore.DebugLevel
-	}
-	return zapcore.ErrorLevel
-}
 
 // restrictedNamespace creates a namespace enforcing PodSecurity restricted.
 func restrictedNamespace(t *testing.T, name string) {
@@ -96,23 +85,39 @@ func connectApp(ctx context.Context, db *dbpilotv1alpha1.Database) (sqlSession, 
 // connectAppThrough opens a session as the application user through one
 // of the Database's Services.
 func connectAppThrough(ctx context.Context, db *dbpilotv1alpha1.Database, service string) (sqlSession, error) {
-	secret, err := clientset.CoreV1().Secrets(db.Namespace).Get(ctx, db.CredentialsSecretName(), metav1.GetOptions{})
+	svc, err := clientset.CoreV1().Services(db.Namespace).Get(ctx, service, metav1.GetOptions{})
 	if err != nil {
 		return nil, err
 	}
-	svc, err := clientset.CoreV1().Services(db.Namespace).Get(ctx, service, metav1.GetOptions{})
+	return connectAppAt(ctx, db, svc.Spec.ClusterIP, int(svc.Spec.Ports[0].Port))
+}
+
+// connectAppToPod opens a session as the application user straight to one
+// pod, at its address on the bridge.
+func connectAppToPod(ctx context.Context, db *dbpilotv1alpha1.Database, name string) (sqlSession, error) {
+	pod, err := clientset.CoreV1().Pods(db.Namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	profile, _ := db.Spec.Engine.Profile()
+	return connectAppAt(ctx, db, pod.Status.PodIP, int(profile.Port))
+}
+
+// connectAppAt opens a session as the application user to host:port, with
+// the credentials from the Database's Secret.
+func connectAppAt(ctx context.Context, db *dbpilotv1alpha1.Database, host string, port int) (sqlSession, error) {
+	secret, err := clientset.CoreV1().Secrets(db.Namespace).Get(ctx, db.CredentialsSecretName(), metav1.GetOptions{})
 	if err != nil {
 		return nil, err
 	}
 	user := string(secret.Data[desired.SecretKeyUsername])
 	password := string(secret.Data[desired.SecretKeyPassword])
-	port := int(svc.Spec.Ports[0].Port)
 	if db.Spec.Engine == dbpilotv1alpha1.EnginePostgres {
 		cfg, err := pgx.ParseConfig("")
 		if err != nil {
 			return nil, err
 		}
-		cfg.Host, cfg.Port, cfg.User, cfg.Password, cfg.Database = svc.Spec.ClusterIP, uint16(port), user, password, user
+		cfg.Host, cfg.Port, cfg.User, cfg.Password, cfg.Database = host, uint16(port), user, password, user
 		cfg.ConnectTimeout = 5 * time.Second
 		conn, err := pgx.ConnectConfig(ctx, cfg)
 		if err != nil {
@@ -121,7 +126,7 @@ func connectAppThrough(ctx context.Context, db *dbpilotv1alpha1.Database, servic
 		return pgSession{conn}, nil
 	}
 	cfg := mysqldriver.NewConfig()
-	cfg.Net, cfg.Addr, cfg.User, cfg.Passwd, cfg.DBName = "tcp", net.JoinHostPort(svc.Spec.ClusterIP, strconv.Itoa(port)), user, password, user
+	cfg.Net, cfg.Addr, cfg.User, cfg.Passwd, cfg.DBName = "tcp", net.JoinHostPort(host, strconv.Itoa(port)), user, password, user
 	cfg.Timeout = 5 * time.Second
 	connector, err := mysqldriver.NewConnector(cfg)
 	if err != nil {
@@ -151,7 +156,7 @@ func newDatabase(namespace, name string, engine dbpilotv1alpha1.Engine, version 
 // deleteAndWait deletes the Database and waits until the operator has
 // finalized it.
 func deleteAndWait(g Gomega, db *dbpilotv1alpha1.Database) {
-	g.Expect(k8sClient.Delete(context.Background(), db)).To(Succeed())
+	g.Expect(client.IgnoreNotFound(k8sClient.Delete(context.Background(), db))).To(Succeed())
 	g.Eventually(func() error {
 		return k8sClient.Get(context.Background(), client.ObjectKeyFromObject(db), db)
 	}, 2*time.Minute, 500*time.Millisecond).Should(MatchError(ContainSubstring("not found")))

@@ -7,11 +7,13 @@ package realnode_test
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"go.uber.org/zap/zapcore"
 	"k8s.io/client-go/kubernetes"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -44,7 +46,7 @@ func run(m *testing.M) (code int) {
 		fmt.Fprintf(os.Stderr, "SKIP: no real node on this machine: %v\n", err)
 		return 0
 	}
-	logf.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapLevel())))
+	logf.SetLogger(zap.New(zap.WriteTo(io.MultiWriter(&operatorLog, errorsTo{os.Stderr})), zap.Level(zapcore.DebugLevel)))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	start := time.Now()

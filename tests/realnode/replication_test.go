@@ -2,11 +2,12 @@ package realnode_test
 
 import (
 	"context"
-	"fmt"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -19,6 +20,7 @@ type replicationSQL struct {
 	version   string
 	create    string // a table orders of ids 1..1000
 	more      string // ids 1001..2000
+	more3     string // ids 2001..3000
 	isReplica string // 1 on a read-only replica
 	sum       string
 }
@@ -28,6 +30,7 @@ var replicationEngines = []replicationSQL{
 		engine: dbpilotv1alpha1.EnginePostgres, version: "15",
 		create:    "CREATE TABLE orders AS SELECT g AS id FROM generate_series(1, 1000) g",
 		more:      "INSERT INTO orders SELECT g FROM generate_series(1001, 2000) g",
+		more3:     "INSERT INTO orders SELECT g FROM generate_series(2001, 3000) g",
 		isReplica: "SELECT pg_is_in_recovery()::int",
 		sum:       "SELECT coalesce(sum(id), 0)::int FROM orders",
 	},
@@ -35,15 +38,20 @@ var replicationEngines = []replicationSQL{
 		engine: dbpilotv1alpha1.EngineMariaDB, version: "10.11",
 		create:    "CREATE TABLE orders (id INT PRIMARY KEY) AS SELECT seq AS id FROM seq_1_to_1000",
 		more:      "INSERT INTO orders SELECT seq FROM seq_1001_to_2000",
+		more3:     "INSERT INTO orders SELECT seq FROM seq_2001_to_3000",
 		isReplica: "SELECT @@read_only",
 		sum:       "SELECT CAST(COALESCE(SUM(id), 0) AS SIGNED) FROM orders",
 	},
 }
 
-// TestReplicasServeReads runs a Database of each engine with a primary and
-// a replica on real pods: rows written through the -rw Service are read
-// back through the -ro Service from a read-only replica, and scaling to 3
-// clones a new replica that catches up.
+// TestReplicasServeReads runs a Database of each engine with three pods on
+// the real node: rows written through the -rw Service are read back from
+// every replica; scaling 3 -> 4 clones a replica that catches up (the
+// node's 2 CPUs hold four pods of the small tier's 500m requests); a
+// deleted replica pod rejoins from its volume without a re-clone; scaling
+// down keeps the primary and every volume; status.instances tells the truth
+// at each step; and the replication and monitoring passwords appear in no
+// log, Event or status.
 func TestReplicasServeReads(t *testing.T) {
 	for _, tc := range replicationEngines {
 		t.Run(string(tc.engine), func(t *testing.T) { testReplicasServeReads(t, tc) })
@@ -55,20 +63,14 @@ func testReplicasServeReads(t *testing.T, tc replicationSQL) {
 	ctx := context.Background()
 	ns := "real-replicas-" + string(tc.engine)
 	restrictedNamespace(t, ns)
-	db := newDatabase(ns, "orders", tc.engine, tc.version, 2)
+	db := newDatabase(ns, "orders", tc.engine, tc.version, 3)
 	g.Expect(k8sClient.Create(ctx, db)).To(Succeed())
+	// Even when the test fails: the next engine's pods need the CPU.
+	t.Cleanup(func() { deleteAndWait(NewWithT(t), db) })
 	start := time.Now()
-	waitReadyPods(g, db, 2)
-	t.Logf("%s: primary and replica ready in %.1fs", tc.engine, time.Since(start).Seconds())
-	// status.instances tells what the instances report.
-	g.Eventually(func(g Gomega) {
-		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(db), db)).To(Succeed())
-		g.Expect(db.Status.CurrentPrimary).To(Equal(db.PrimaryPodName()))
-		g.Expect(db.Status.Instances).To(ConsistOf(
-			dbpilotv1alpha1.InstanceStatus{Name: db.PodName(0), Role: "primary", Ready: true},
-			dbpilotv1alpha1.InstanceStatus{Name: db.PodName(1), Role: "replica", Ready: true, Replicating: true},
-		))
-	}, time.Minute, 500*time.Millisecond).Should(Succeed())
+	waitReadyPods(g, db, 3)
+	t.Logf("%s: a primary and 2 replicas ready in %.1fs", tc.engine, time.Since(start).Seconds())
+	expectInstances(g, db, 3)
 
 	var writer sqlSession
 	g.Eventually(func() (err error) {
@@ -77,36 +79,106 @@ func testReplicasServeReads(t *testing.T, tc replicationSQL) {
 	}, 10*time.Second, 200*time.Millisecond).Should(Succeed())
 	defer writer.close()
 	g.Expect(writer.exec(ctx, tc.create)).To(Succeed())
-	replicaSum := func(g Gomega) int {
-		reader, err := connectAppThrough(ctx, db, db.ReadOnlyServiceName())
-		g.Expect(err).NotTo(HaveOccurred())
-		defer reader.close()
-		replica, err := reader.queryInt(ctx, tc.isReplica)
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(replica).To(Equal(1), "the -ro Service reaches a read-only replica")
-		sum, err := reader.queryInt(ctx, tc.sum)
-		g.Expect(err).NotTo(HaveOccurred())
-		return sum
-	}
-	g.Eventually(replicaSum, 30*time.Second, 500*time.Millisecond).Should(Equal(500500), "the replica has the rows")
+	// Through the -ro Service, and from each replica.
+	g.Eventually(func(g Gomega) int { return readReplica(g, db, tc, "") }, 30*time.Second, 500*time.Millisecond).Should(Equal(500500))
+	expectEveryReplica(g, db, tc, 3, 500500)
 
+	scale(g, db, 4)
+	start = time.Now()
+	waitReadyPods(g, db, 4)
+	t.Logf("%s: scaled 3 -> 4: the new replica cloned and replicates after %.1fs", tc.engine, time.Since(start).Seconds())
+	expectInstances(g, db, 4)
+	g.Expect(writer.exec(ctx, tc.more)).To(Succeed())
+	expectEveryReplica(g, db, tc, 4, 2001000)
+
+	// A deleted replica pod comes back on its volume and replicates again,
+	// without cloning the primary anew.
+	old, err := clientset.CoreV1().Pods(ns).Get(ctx, db.PodName(1), metav1.GetOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(clientset.CoreV1().Pods(ns).Delete(ctx, old.Name, metav1.DeleteOptions{})).To(Succeed())
+	start = time.Now()
+	g.Eventually(func(g Gomega) {
+		pod, err := clientset.CoreV1().Pods(ns).Get(ctx, old.Name, metav1.GetOptions{})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(pod.UID).NotTo(Equal(old.UID))
+		g.Expect(podIsReady(pod)).To(BeTrue())
+	}, 2*time.Minute, 500*time.Millisecond).Should(Succeed())
+	t.Logf("%s: a deleted replica pod rejoined in %.1fs", tc.engine, time.Since(start).Seconds())
+	log := podLog(g, ns, old.Name, databaseContainer)
+	g.Expect(log).NotTo(ContainSubstring(bootstrapMessage), "the replica cloned again:\n%s", log)
+	g.Expect(writer.exec(ctx, tc.more3)).To(Succeed())
+	expectEveryReplica(g, db, tc, 4, 4501500)
+
+	scale(g, db, 3)
+	g.Eventually(func(g Gomega) {
+		pods, err := clientset.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: labels.FormatLabels(db.SelectorLabels())})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(pods.Items).To(HaveLen(3))
+	}, 2*time.Minute, 500*time.Millisecond).Should(Succeed())
+	waitReadyPods(g, db, 3)
+	expectInstances(g, db, 3)
+	for i := range 4 {
+		_, err := clientset.CoreV1().PersistentVolumeClaims(ns).Get(ctx, db.ClaimName(i), metav1.GetOptions{})
+		g.Expect(err).NotTo(HaveOccurred(), "the volume of ordinal %d after scaling down", i)
+	}
+	g.Expect(writer.queryInt(ctx, tc.sum)).To(Equal(4501500), "the primary after scaling down")
+
+	expectNoInternalPasswords(g, db)
+}
+
+// scale sets spec.replicas.
+func scale(g Gomega, db *dbpilotv1alpha1.Database, replicas int32) {
 	g.Eventually(func() error {
-		if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(db), db); err != nil {
+		if err := k8sClient.Get(context.Background(), client.ObjectKeyFromObject(db), db); err != nil {
 			return err
 		}
-		db.Spec.Replicas = ptr.To[int32](3)
-		return k8sClient.Update(ctx, db)
+		db.Spec.Replicas = ptr.To(replicas)
+		return k8sClient.Update(context.Background(), db)
 	}, 10*time.Second, 200*time.Millisecond).Should(Succeed())
-	start = time.Now()
-	waitReadyPods(g, db, 3)
-	t.Logf("%s: scaled 2 -> 3: the new replica cloned and replicates after %.1fs", tc.engine, time.Since(start).Seconds())
-	g.Expect(writer.exec(ctx, tc.more)).To(Succeed())
-	for i := range 6 {
-		// The -ro Service spreads sessions over both replicas.
-		g.Eventually(replicaSum, 30*time.Second, 500*time.Millisecond).Should(Equal(2001000), fmt.Sprintf("read %d", i))
-	}
+}
 
-	deleteAndWait(g, db)
+// readReplica reads the sum from a read-only replica: through the -ro
+// Service when pod is "", else from that pod.
+func readReplica(g Gomega, db *dbpilotv1alpha1.Database, tc replicationSQL, pod string) int {
+	ctx := context.Background()
+	var reader sqlSession
+	var err error
+	if pod == "" {
+		reader, err = connectAppThrough(ctx, db, db.ReadOnlyServiceName())
+	} else {
+		reader, err = connectAppToPod(ctx, db, pod)
+	}
+	g.Expect(err).NotTo(HaveOccurred())
+	defer reader.close()
+	replica, err := reader.queryInt(ctx, tc.isReplica)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(replica).To(Equal(1), "a read-only replica")
+	sum, err := reader.queryInt(ctx, tc.sum)
+	g.Expect(err).NotTo(HaveOccurred())
+	return sum
+}
+
+// expectEveryReplica waits until each replica of ordinals 1..n-1 has sum.
+func expectEveryReplica(g Gomega, db *dbpilotv1alpha1.Database, tc replicationSQL, n, sum int) {
+	for i := 1; i < n; i++ {
+		g.Eventually(func(g Gomega) int { return readReplica(g, db, tc, db.PodName(i)) },
+			30*time.Second, 500*time.Millisecond).Should(Equal(sum), "replica %s", db.PodName(i))
+	}
+}
+
+// expectInstances waits until status.instances lists n pods, ordinal 0 the
+// primary and the others streaming replicas, and status.currentPrimary
+// names ordinal 0.
+func expectInstances(g Gomega, db *dbpilotv1alpha1.Database, n int) {
+	want := []dbpilotv1alpha1.InstanceStatus{{Name: db.PodName(0), Role: "primary", Ready: true}}
+	for i := 1; i < n; i++ {
+		want = append(want, dbpilotv1alpha1.InstanceStatus{Name: db.PodName(i), Role: "replica", Ready: true, Replicating: true})
+	}
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8sClient.Get(context.Background(), client.ObjectKeyFromObject(db), db)).To(Succeed())
+		g.Expect(db.Status.CurrentPrimary).To(Equal(db.PodName(0)))
+		g.Expect(db.Status.Instances).To(ConsistOf(want))
+	}, time.Minute, 500*time.Millisecond).Should(Succeed())
 }
 
 // waitReadyPods waits until the Database reports n ready pods.

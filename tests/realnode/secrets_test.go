@@ -1,0 +1,111 @@
+package realnode_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"sync"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
+	"github.com/dbpilot/dbpilot/controllers/desired"
+	"github.com/dbpilot/dbpilot/instance/layout"
+)
+
+const (
+	databaseContainer = desired.DatabaseContainerName
+	// bootstrapMessage is what the instance program logs when it
+	// initializes or clones an empty data directory.
+	bootstrapMessage = "bootstrapping a new database"
+)
+
+// operatorLog keeps everything the in-process operator logs, at every
+// level, for the test that searches it for secrets.
+var operatorLog lockedBuffer
+
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// errorsTo passes on the operator's error lines only (all of them with
+// DBPILOT_TEST_LOG=debug), so a test run's output stays readable.
+type errorsTo struct{ w io.Writer }
+
+func (e errorsTo) Write(p []byte) (int, error) {
+	if os.Getenv("DBPILOT_TEST_LOG") == "debug" || bytes.Contains(p, []byte(`"level":"error"`)) {
+		return e.w.Write(p)
+	}
+	return len(p), nil
+}
+
+func podIsReady(pod *corev1.Pod) bool {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// podLog is a container's log.
+func podLog(g Gomega, namespace, pod, container string) string {
+	data, err := clientset.CoreV1().Pods(namespace).GetLogs(pod, &corev1.PodLogOptions{Container: container}).Do(context.Background()).Raw()
+	g.Expect(err).NotTo(HaveOccurred())
+	return string(data)
+}
+
+// expectNoInternalPasswords searches every container log of the Database's
+// pods, the namespace's Events, the Database's status and the operator's
+// log for the replication and monitoring passwords.
+func expectNoInternalPasswords(g Gomega, db *dbpilotv1alpha1.Database) {
+	ctx := context.Background()
+	secret, err := clientset.CoreV1().Secrets(db.Namespace).Get(ctx, db.ReplicationSecretName(), metav1.GetOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	var secrets []string
+	for _, key := range []string{layout.KeyReplicationPassword, layout.KeyMonitoringPassword} {
+		g.Expect(secret.Data[key]).NotTo(BeEmpty(), key)
+		secrets = append(secrets, string(secret.Data[key]))
+	}
+	places := map[string]string{"operator log": operatorLog.String()}
+	pods, err := clientset.CoreV1().Pods(db.Namespace).List(ctx, metav1.ListOptions{LabelSelector: labels.FormatLabels(db.SelectorLabels())})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(pods.Items).NotTo(BeEmpty())
+	for _, pod := range pods.Items {
+		for _, c := range append(pod.Spec.InitContainers, pod.Spec.Containers...) {
+			places["log of "+pod.Name+"/"+c.Name] = podLog(g, db.Namespace, pod.Name, c.Name)
+		}
+	}
+	g.Expect(places["log of "+db.PodName(1)+"/"+databaseContainer]).NotTo(BeEmpty(), "the replica's log is read")
+	events, err := clientset.CoreV1().Events(db.Namespace).List(ctx, metav1.ListOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	eventsJSON, err := json.Marshal(events)
+	g.Expect(err).NotTo(HaveOccurred())
+	places["Events"] = string(eventsJSON)
+	statusJSON, err := json.Marshal(db.Status)
+	g.Expect(err).NotTo(HaveOccurred())
+	places["status"] = string(statusJSON)
+	for where, text := range places {
+		for _, s := range secrets {
+			g.Expect(bytes.Contains([]byte(text), []byte(s))).To(BeFalse(), "an internal password appears in the %s", where)
+		}
+	}
+}
