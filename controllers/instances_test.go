@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -56,5 +57,18 @@ func TestCurrentPrimary(t *testing.T) {
 	two := map[string]layout.InstanceStatus{"a": {Role: layout.RolePrimary}, "b": {Role: layout.RolePrimary}}
 	if got := currentPrimary(two); got != "" {
 		t.Errorf("two primaries named %q", got)
+	}
+}
+
+func TestStaleSlots(t *testing.T) {
+	db := testDatabase(3)
+	pods := []corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: db.PodName(3)}}} // still being removed
+	keep := keptSlots(db, pods)
+	reported := []string{"x_0", layout.SlotName(db.PodName(1)), layout.SlotName(db.PodName(3)), layout.SlotName(db.PodName(4)),
+		layout.SlotName(db.Name + "-backup"), "user_slot"}
+	got := staleSlots(db, reported, keep)
+	want := []string{layout.SlotName(db.PodName(4))}
+	if !slices.Equal(got, want) {
+		t.Errorf("stale slots %v, want %v (keep %v)", got, want, keep)
 	}
 }

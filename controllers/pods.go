@@ -41,6 +41,7 @@ func (r *DatabaseReconciler) reconcilePodRoles(ctx context.Context, s *scope) (c
 			return ctrl.Result{}, fmt.Errorf("labelling pod %s as %s: %w", pod.Name, role, err)
 		}
 	}
+	r.dropStaleSlots(ctx, s)
 	if len(s.instances) > 0 {
 		return ctrl.Result{RequeueAfter: instancePollInterval}, nil
 	}

@@ -109,7 +109,8 @@ type Engine interface {
 }
 
 // ActionServer is an engine with endpoints of its own on the program's HTTP
-// server (each authenticates its callers).
+// server, by ServeMux pattern ("POST /path"); each authenticates its
+// callers (RequireToken).
 type ActionServer interface {
 	Actions() map[string]http.Handler
 }

@@ -38,8 +38,8 @@ func (p *probeServer) start(addr string) error {
 	mux.HandleFunc("GET "+layout.ReadinessPath, p.readiness)
 	mux.HandleFunc("GET "+layout.StatusPath, p.statusHandler)
 	if actions, ok := p.engine.(ActionServer); ok {
-		for path, handler := range actions.Actions() {
-			mux.Handle("GET "+path, handler)
+		for pattern, handler := range actions.Actions() {
+			mux.Handle(pattern, handler)
 		}
 	}
 	p.server = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}

@@ -52,4 +52,7 @@ const (
 	// EventReasonCredentialsRegenerated: the generated credentials Secret
 	// was deleted and generated anew.
 	EventReasonCredentialsRegenerated = "CredentialsRegenerated"
+	// EventReasonSlotsDropped: the primary dropped the replication slots of
+	// replicas that no longer exist.
+	EventReasonSlotsDropped = "ReplicationSlotsDropped"
 )

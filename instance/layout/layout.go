@@ -3,6 +3,8 @@
 // called. Both sides import it, so they cannot drift apart.
 package layout
 
+import "strings"
+
 // Keys of the credentials Secret, which is mounted as files of these names,
 // and of the replication Secret (the replication and monitoring users'
 // passwords, which only dbpilot uses).
@@ -48,7 +50,35 @@ const (
 	ReadinessPath = "/readyz"
 	// StatusPath reports the instance's InstanceStatus as JSON.
 	StatusPath = "/status"
+	// DropSlotsPath, POSTed a DropSlotsRequest with the replication
+	// password as a bearer token, makes a PostgreSQL primary drop the
+	// physical slots it names that no replica streams from.
+	DropSlotsPath = "/replication/slots/drop"
 )
+
+// DropSlotsRequest names the slots of replicas that no longer exist.
+type DropSlotsRequest struct {
+	Slots []string `json:"slots"`
+}
+
+// DropSlotsResponse names the slots a primary dropped.
+type DropSlotsResponse struct {
+	Dropped []string `json:"dropped"`
+}
+
+// SlotName is the physical replication slot of the instance of a name (a
+// pod name): lower case letters, digits and underscores.
+func SlotName(instance string) string {
+	return strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '_':
+			return r
+		case r >= 'A' && r <= 'Z':
+			return r + ('a' - 'A')
+		}
+		return '_'
+	}, instance)
+}
 
 // Roles an instance reports.
 const (
@@ -74,6 +104,8 @@ type InstanceStatus struct {
 	Timeline int64 `json:"timeline,omitempty"`
 	// Version is the engine's version.
 	Version string `json:"version,omitempty"`
+	// Slots are a PostgreSQL primary's physical replication slots.
+	Slots []string `json:"slots,omitempty"`
 	// CredentialsApplied is true once the users match the Secret.
 	CredentialsApplied bool `json:"credentialsApplied"`
 }

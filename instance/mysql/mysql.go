@@ -283,5 +283,5 @@ func (e *Engine) Actions() map[string]http.Handler {
 	if e.Flavor != MariaDB {
 		return nil
 	}
-	return map[string]http.Handler{BackupPath: e.BackupHandler()}
+	return map[string]http.Handler{"GET " + BackupPath: e.BackupHandler()}
 }

@@ -3,7 +3,6 @@ package mysql
 import (
 	"bufio"
 	"context"
-	"crypto/subtle"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -15,6 +14,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/dbpilot/dbpilot/instance"
 )
 
 // ReplicationUser is the account replicas replicate as.
@@ -50,11 +51,7 @@ type Replication struct {
 // (mariadb-backup, mbstream format) to a replica that presents the
 // replication password as a bearer token; anyone else is refused.
 func (e *Engine) BackupHandler() http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !e.authorized(r) {
-			http.Error(w, "unauthorized", http.StatusUnauthorized)
-			return
-		}
+	return instance.RequireToken(func() string { return e.Replication.Password }, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		osUser, err := currentUser()
 		if err != nil {
 			http.Error(w, "no OS user", http.StatusInternalServerError)
@@ -78,13 +75,7 @@ func (e *Engine) BackupHandler() http.Handler {
 			// stream, which mbstream and --prepare reject.
 			fmt.Fprintf(os.Stderr, "mariadb-backup for a replica failed: %v: %s\n", err, lastLines(stderr.String(), 5))
 		}
-	})
-}
-
-func (e *Engine) authorized(r *http.Request) bool {
-	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	return ok && e.Replication.Password != "" &&
-		subtle.ConstantTimeCompare([]byte(token), []byte(e.Replication.Password)) == 1
+	}))
 }
 
 func lastLines(s string, n int) string {

@@ -2,7 +2,9 @@ package postgres
 
 import (
 	"encoding/base64"
+	"fmt"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -60,5 +62,20 @@ func TestInitdbArgs(t *testing.T) {
 		if !strings.Contains(args, want) {
 			t.Errorf("initdb args %q lack %s", args, want)
 		}
+	}
+}
+
+// TestSlotWALBound: the server is started with max_slot_wal_keep_size a
+// quarter of its data filesystem.
+func TestSlotWALBound(t *testing.T) {
+	dir := t.TempDir()
+	var fs syscall.Statfs_t
+	if err := syscall.Statfs(dir, &fs); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("max_slot_wal_keep_size=%dMB", max(fs.Blocks*uint64(fs.Bsize)/4/(1<<20), 64))
+	args := strings.Join((&Engine{DataDir: dir}).ServerCommand().Args, " ")
+	if !strings.Contains(args, "-c "+want) {
+		t.Errorf("server arguments %s lack %s", args, want)
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/dbpilot/dbpilot/instance/layout"
 )
 
 // ReplicationUser is the role replicas stream as.
@@ -31,19 +33,8 @@ type Replication struct {
 	SlotName string
 }
 
-// SlotName turns an instance name (a pod name) into a slot name: lower
-// case letters, digits and underscores.
-func SlotName(instance string) string {
-	return strings.Map(func(r rune) rune {
-		switch {
-		case r >= 'a' && r <= 'z', r >= '0' && r <= '9', r == '_':
-			return r
-		case r >= 'A' && r <= 'Z':
-			return r + ('a' - 'A')
-		}
-		return '_'
-	}, instance)
-}
+// SlotName turns an instance name (a pod name) into a slot name.
+func SlotName(instance string) string { return layout.SlotName(instance) }
 
 // BasebackupArgs are pg_basebackup's arguments to clone the primary into
 // dataDir: WAL streamed during the copy, the standby configuration written

@@ -38,6 +38,8 @@ func (e *Engine) Status(ctx context.Context) (instance.Status, error) {
 	s.Role = layout.RolePrimary
 	if recovering {
 		s.Role = layout.RoleReplica
+		return s, nil
 	}
-	return s, nil
+	s.Slots, err = slotNames(ctx, conn)
+	return s, err
 }

@@ -1,7 +1,10 @@
 package instance_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"io"
 	"fmt"
 	"net/http"
 	"path/filepath"
@@ -11,6 +14,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/dbpilot/dbpilot/instance/layout"
 )
 
 // TestPostgresReplicaClonesAndStreams starts a primary and a replica through
@@ -88,6 +93,7 @@ func TestPostgresReplicaClonesAndStreams(t *testing.T) {
 	if err := admin.QueryRow(ctx, "SELECT slot_name FROM pg_replication_slots WHERE active").Scan(&slot); err != nil || slot != "db_1" {
 		t.Errorf("the replica does not stream through its own slot db_1: %q %v", slot, err)
 	}
+	checkDropSlots(ctx, t, primary, admin)
 	admin.Close(ctx)
 	checkRoles(t, primary, replica)
 	checkLagBound(ctx, t, replica, ports["db-1"], app)
@@ -249,4 +255,50 @@ func TestMariaDBReplicaClonesAndReplicates(t *testing.T) {
 	checkRoles(t, primary, replica)
 	replica.stop(t)
 	primary.stop(t)
+}
+
+// checkDropSlots: the primary's instance program drops the inactive slots
+// it is asked to drop, for a caller with the replication password only; an
+// active slot and a slot it was not asked about stay.
+func checkDropSlots(ctx context.Context, t *testing.T, primary *program, admin *pgx.Conn) {
+	t.Helper()
+	for _, slot := range []string{"db_7", "user_slot"} {
+		if _, err := admin.Exec(ctx, "SELECT pg_create_physical_replication_slot($1)", slot); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if slots := primary.status(t)["slots"]; fmt.Sprint(slots) != "[db_1 db_7 user_slot]" {
+		t.Errorf("the primary reports the slots %v", slots)
+	}
+	url := strings.Replace(primary.probe, "/readyz", layout.DropSlotsPath, 1)
+	drop := func(token string) (int, string) {
+		body, _ := json.Marshal(layout.DropSlotsRequest{Slots: []string{"db_7", "db_1"}})
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		answer, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, strings.TrimSpace(string(answer))
+	}
+	for _, token := range []string{"", "wrong"} {
+		if code, _ := drop(token); code != http.StatusUnauthorized {
+			t.Errorf("dropping slots with token %q: %d, want 401", token, code)
+		}
+	}
+	if code, answer := drop("repl-pass"); code != http.StatusOK || answer != `{"dropped":["db_7"]}` {
+		t.Errorf("dropping slots: %d %s", code, answer)
+	}
+	rows, err := admin.Query(ctx, "SELECT slot_name FROM pg_replication_slots ORDER BY 1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	left, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil || fmt.Sprint(left) != "[db_1 user_slot]" {
+		t.Errorf("slots left: %v %v", left, err)
+	}
 }

@@ -21,6 +21,7 @@ type replicationSQL struct {
 	create    string // a table orders of ids 1..1000
 	more      string // ids 1001..2000
 	more3     string // ids 2001..3000
+	slotOf3   string // PostgreSQL: 1 while the primary keeps the slot of ordinal 3
 	isReplica string // 1 on a read-only replica
 	sum       string
 }
@@ -31,6 +32,7 @@ var replicationEngines = []replicationSQL{
 		create:    "CREATE TABLE orders AS SELECT g AS id FROM generate_series(1, 1000) g",
 		more:      "INSERT INTO orders SELECT g FROM generate_series(1001, 2000) g",
 		more3:     "INSERT INTO orders SELECT g FROM generate_series(2001, 3000) g",
+		slotOf3:   "SELECT count(*)::int FROM pg_replication_slots WHERE slot_name = 'orders_3'",
 		isReplica: "SELECT pg_is_in_recovery()::int",
 		sum:       "SELECT coalesce(sum(id), 0)::int FROM orders",
 	},
@@ -122,6 +124,11 @@ func testReplicasServeReads(t *testing.T, tc replicationSQL) {
 		g.Expect(err).NotTo(HaveOccurred(), "the volume of ordinal %d after scaling down", i)
 	}
 	g.Expect(writer.queryInt(ctx, tc.sum)).To(Equal(4501500), "the primary after scaling down")
+	if tc.slotOf3 != "" {
+		// The slot of the replica scaled away is dropped, so the primary
+		// frees its WAL.
+		g.Eventually(func() (int, error) { return writer.queryInt(ctx, tc.slotOf3) }, 2*time.Minute, time.Second).Should(Equal(0))
+	}
 
 	expectNoInternalPasswords(g, db)
 }

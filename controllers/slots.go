@@ -1,0 +1,113 @@
+package controllers
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
+	"github.com/dbpilot/dbpilot/instance/layout"
+)
+
+// keptSlots are the replication slots the primary keeps: one for each pod
+// that exists and each ordinal below spec.replicas.
+func keptSlots(db *dbpilotv1alpha1.Database, pods []corev1.Pod) []string {
+	var keep []string
+	for i := range int(db.EffectiveReplicas()) {
+		keep = append(keep, layout.SlotName(db.PodName(i)))
+	}
+	for i := range pods {
+		keep = append(keep, layout.SlotName(pods[i].Name))
+	}
+	slices.Sort(keep)
+	return slices.Compact(keep)
+}
+
+// staleSlots are the primary's slots that dbpilot made for a replica (the
+// slot of a pod name: the Database's name and an ordinal) and no replica
+// will use again. Slots of other names are the user's and are left alone.
+func staleSlots(db *dbpilotv1alpha1.Database, reported, keep []string) []string {
+	prefix := layout.SlotName(db.Name + "-")
+	var stale []string
+	for _, slot := range reported {
+		ordinal, ours := strings.CutPrefix(slot, prefix)
+		if _, err := strconv.Atoi(ordinal); ours && err == nil && !slices.Contains(keep, slot) {
+			stale = append(stale, slot)
+		}
+	}
+	return stale
+}
+
+// dropStaleSlots asks a PostgreSQL primary that reports slots of replicas
+// that are gone (scaled away) to drop them, so their WAL does not fill its
+// disk; the primary drops only inactive ones. Failures are logged and tried
+// again on the next poll.
+func (r *DatabaseReconciler) dropStaleSlots(ctx context.Context, s *scope) {
+	db := s.db
+	if db.Spec.Engine != dbpilotv1alpha1.EnginePostgres {
+		return
+	}
+	primary := currentPrimary(s.instances)
+	stale := staleSlots(db, s.instances[primary].Slots, keptSlots(db, s.pods))
+	if primary == "" || len(stale) == 0 {
+		return
+	}
+	var ip string
+	for i := range s.pods {
+		if s.pods[i].Name == primary {
+			ip = s.pods[i].Status.PodIP
+		}
+	}
+	log := logf.FromContext(ctx)
+	secret := &corev1.Secret{}
+	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: db.Namespace, Name: db.ReplicationSecretName()}, secret); err != nil {
+		log.Error(err, "reading the replication Secret to drop slots")
+		return
+	}
+	dropped, err := requestDropSlots(ctx, ip, string(secret.Data[layout.KeyReplicationPassword]), stale)
+	if err != nil {
+		log.Error(err, "dropping the primary's stale replication slots", "primary", primary)
+		return
+	}
+	if len(dropped) > 0 {
+		r.Recorder.Eventf(db, nil, corev1.EventTypeNormal, dbpilotv1alpha1.EventReasonSlotsDropped, "DropSlots",
+			"Dropped the replication slots %v of replicas that no longer exist, so the primary frees their WAL", dropped)
+	}
+}
+
+// requestDropSlots POSTs the slots to drop to the primary's instance
+// program, authenticated with the replication password.
+func requestDropSlots(ctx context.Context, ip, token string, slots []string) ([]string, error) {
+	body, err := json.Marshal(layout.DropSlotsRequest{Slots: slots})
+	if err != nil {
+		return nil, err
+	}
+	url := "http://" + net.JoinHostPort(ip, strconv.Itoa(layout.ProbePort)) + layout.DropSlotsPath
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := instanceHTTP.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("the primary answered %s", resp.Status)
+	}
+	var answer layout.DropSlotsResponse
+	err = json.NewDecoder(resp.Body).Decode(&answer)
+	return answer.Dropped, err
+}
