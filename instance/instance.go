@@ -108,6 +108,13 @@ type Engine interface {
 	StopSignal() os.Signal
 }
 
+// DataPreparer is an engine that checks existing data before the server
+// starts: a replica whose data can no longer follow its primary is emptied
+// (so it is bootstrapped again) or refused.
+type DataPreparer interface {
+	PrepareData(ctx context.Context, log *slog.Logger) error
+}
+
 // ActionServer is an engine with endpoints of its own on the program's HTTP
 // server, by ServeMux pattern ("POST /path"); each authenticates its
 // callers (RequireToken).
@@ -135,6 +142,11 @@ func Run(ctx context.Context, engine Engine, files CredentialFiles, probes Probe
 		return err
 	}
 	defer endpoints.stop()
+	if preparer, ok := engine.(DataPreparer); ok {
+		if err := preparer.PrepareData(ctx, log); err != nil {
+			return err
+		}
+	}
 	initialized, err := engine.Initialized()
 	if err != nil {
 		return err

@@ -97,9 +97,56 @@ func TestPostgresReplicaClonesAndStreams(t *testing.T) {
 	admin.Close(ctx)
 	checkRoles(t, primary, replica)
 	checkLagBound(ctx, t, replica, ports["db-1"], app)
+
+	// A replica restarted with its slot in place follows on from its data;
+	// one whose slot was dropped while it was away clones again.
+	replicaArgs := append(args["db-1"], "--clone-from=127.0.0.1", "--clone-port="+strconv.Itoa(ports["db-0"]))
+	replica.stop(t)
+	replica = start(t, pg, path, replicaArgs...)
+	if strings.Contains(replica.printed(), recloneMessage) {
+		t.Errorf("a replica with its slot cloned again:\n%s", replica.printed())
+	}
+	replica.stop(t)
+	if _, err := app.Exec(ctx, "INSERT INTO orders SELECT g, md5(g::text) FROM generate_series(10002, 12000) g"); err != nil {
+		t.Fatal(err)
+	}
+	admin, err = pgConnect(ctx, ports["db-0"], "postgres", "super-pass", "postgres")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.Exec(ctx, "SELECT pg_drop_replication_slot('db_1')"); err != nil {
+		t.Fatal(err)
+	}
+	admin.Close(ctx)
+	if err := app.QueryRow(ctx, checksum).Scan(&want); err != nil {
+		t.Fatal(err)
+	}
+	replica = start(t, pg, path, replicaArgs...)
+	if !strings.Contains(replica.printed(), recloneMessage) {
+		t.Errorf("a replica whose slot was dropped did not clone again:\n%s", replica.printed())
+	}
+	eventually(t, 30*time.Second, "the re-cloned replica has the primary's rows", func() error {
+		conn, err := pgConnect(ctx, ports["db-1"], "shop", "app-pass", "shop")
+		if err != nil {
+			return err
+		}
+		defer conn.Close(ctx)
+		var got string
+		if err := conn.QueryRow(ctx, checksum).Scan(&got); err != nil {
+			return err
+		}
+		if got != want {
+			return fmt.Errorf("replica %s, primary %s", got, want)
+		}
+		return nil
+	})
 	replica.stop(t)
 	primary.stop(t)
 }
+
+// recloneMessage is what the instance program logs when a replica's data
+// can no longer follow its primary.
+const recloneMessage = "cloning the primary again"
 
 // checkLagBound pauses the replica's replay while the primary writes: past
 // the replica's 2 s bound it is not ready, and once replay resumes it is

@@ -51,7 +51,8 @@ var replicationEngines = []replicationSQL{
 // every replica; scaling 3 -> 4 clones a replica that catches up (the
 // node's 2 CPUs hold four pods of the small tier's 500m requests); a
 // deleted replica pod rejoins from its volume without a re-clone; scaling
-// down keeps the primary and every volume; status.instances tells the truth
+// down keeps the primary and every volume, and scaling up again brings the
+// replica back on its volume; status.instances tells the truth
 // at each step; and the replication and monitoring passwords appear in no
 // log, Event or status.
 func TestReplicasServeReads(t *testing.T) {
@@ -129,6 +130,13 @@ func testReplicasServeReads(t *testing.T, tc replicationSQL) {
 		// frees its WAL.
 		g.Eventually(func() (int, error) { return writer.queryInt(ctx, tc.slotOf3) }, 2*time.Minute, time.Second).Should(Equal(0))
 	}
+	// Back to 4: the replica of ordinal 3 returns on its kept volume (a
+	// PostgreSQL one, its slot gone, clones again) and catches up.
+	scale(g, db, 4)
+	start = time.Now()
+	waitReadyPods(g, db, 4)
+	t.Logf("%s: scaled 3 -> 4 again: the replica on the kept volume caught up after %.1fs", tc.engine, time.Since(start).Seconds())
+	expectEveryReplica(g, db, tc, 4, 4501500)
 
 	expectNoInternalPasswords(g, db)
 }
