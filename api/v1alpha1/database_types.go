@@ -125,8 +125,9 @@ type DatabaseSpec struct {
 	Version string `json:"version,omitempty"`
 
 	// replicas is the number of pods: one primary plus replicas-1 replicas
-	// that clone it and replicate (PostgreSQL and MariaDB; MySQL replicas do
-	// not replicate yet, so keep 1 for MySQL). When the auto-pilot is in Auto
+	// that clone it and replicate (MySQL replicas clone with the CLONE
+	// plugin, a path never yet run against a real MySQL server: see the
+	// README). When the auto-pilot is in Auto
 	// mode it decides the number within spec.autopilot.replicas, and this
 	// value is the fallback.
 	// +optional

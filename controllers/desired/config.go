@@ -27,7 +27,7 @@ func EngineConfig(db *dbpilotv1alpha1.Database) (string, string) {
 	if db.Spec.Engine == dbpilotv1alpha1.EnginePostgres {
 		return PostgresConfigFile, postgresConfig(memoryMiB, db.EffectiveMaxConnections())
 	}
-	return MySQLConfigFile, mysqlConfig(memoryMiB, db.EffectiveMaxConnections())
+	return MySQLConfigFile, mysqlConfig(db.Spec.Engine, memoryMiB, db.EffectiveMaxConnections())
 }
 
 // postgresConfig follows the usual sizing: shared_buffers a quarter of memory,
@@ -62,8 +62,10 @@ func postgresConfig(memoryMiB int64, maxConnections int32) string {
 }
 
 // mysqlConfig gives InnoDB's buffer pool half the memory on small tiers and
-// up to 70 % on larger ones, where the fixed overhead matters less.
-func mysqlConfig(memoryMiB int64, maxConnections int32) string {
+// up to 70 % on larger ones, where the fixed overhead matters less. MySQL
+// replicates by GTID and clones its replicas with the CLONE plugin; MariaDB
+// has GTIDs always and clones with mariadb-backup.
+func mysqlConfig(engine dbpilotv1alpha1.Engine, memoryMiB int64, maxConnections int32) string {
 	percent := int64(50)
 	if memoryMiB >= 4096 {
 		percent = 70
@@ -77,6 +79,13 @@ func mysqlConfig(memoryMiB int64, maxConnections int32) string {
 		fmt.Sprintf("innodb_buffer_pool_size = %dM", memoryMiB*percent/100),
 		"skip-name-resolve",
 		"log-bin = binlog",
+	}
+	if engine == dbpilotv1alpha1.EngineMySQL {
+		lines = append(lines,
+			"gtid_mode = ON",
+			"enforce_gtid_consistency = ON",
+			"plugin-load-add = mysql_clone.so",
+		)
 	}
 	return strings.Join(lines, "\n") + "\n"
 }

@@ -210,6 +210,14 @@ func (e *Engine) EnsureUsers(ctx context.Context, creds instance.Credentials) er
 	}
 	defer db.Close()
 	statements := UserStatements(e.Flavor, creds)
+	if e.Flavor == MySQL && e.Replication.CloneFrom != "" {
+		// A replica receives the users from its primary: it clones it,
+		// then replicates from it.
+		return e.ensureMySQLReplica(ctx, db)
+	}
+	if e.Flavor == MySQL && e.Replication.Password != "" {
+		statements = append(statements, MySQLReplicationUserStatements(e.Replication.Password)...)
+	}
 	if e.Flavor == MariaDB {
 		if err := e.startReplica(ctx, db); err != nil {
 			return err

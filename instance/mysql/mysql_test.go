@@ -111,3 +111,57 @@ func TestMonitoringStatements(t *testing.T) {
 		}
 	}
 }
+
+// TestMySQLClonePath: a new MySQL replica clones its primary from the
+// allowed donor as the replication user, then replicates by GTID
+// auto-positioning and turns super_read_only; the primary's replication
+// user may be cloned (BACKUP_ADMIN). Unit-tested only: no MySQL server here.
+func TestMySQLClonePath(t *testing.T) {
+	r := Replication{CloneFrom: "orders-rw.shop.svc", Port: 3306, Password: "r'pw"}
+	join := func(stmts []Statement) string {
+		var all []string
+		for _, s := range stmts {
+			all = append(all, s.SQL)
+		}
+		return strings.Join(all, "\n")
+	}
+	clone := join(CloneStatements(r))
+	for _, want := range []string{
+		"SET GLOBAL clone_valid_donor_list = 'orders-rw.shop.svc:3306'",
+		"CLONE INSTANCE FROM 'dbpilot_replication'@'orders-rw.shop.svc':3306 IDENTIFIED BY 'r''pw'",
+	} {
+		if !strings.Contains(clone, want) {
+			t.Errorf("clone statements lack %q:\n%s", want, clone)
+		}
+	}
+	replica := join(MySQLReplicaStatements(r))
+	for _, want := range []string{
+		"CHANGE REPLICATION SOURCE TO SOURCE_HOST='orders-rw.shop.svc', SOURCE_PORT=3306, SOURCE_USER='dbpilot_replication', SOURCE_PASSWORD='r''pw', SOURCE_AUTO_POSITION=1",
+		"START REPLICA",
+		"SET GLOBAL super_read_only = ON",
+	} {
+		if !strings.Contains(replica, want) {
+			t.Errorf("replica statements lack %q:\n%s", want, replica)
+		}
+	}
+	if user := join(MySQLReplicationUserStatements("r'pw")); !strings.Contains(user, "GRANT REPLICATION SLAVE, REPLICATION CLIENT, BACKUP_ADMIN ON *.* TO 'dbpilot_replication'@'%'") {
+		t.Errorf("replication user:\n%s", user)
+	}
+	for _, tc := range []struct {
+		cloneState string
+		configured bool
+		want       mysqlReplicaStep
+		fails      bool
+	}{
+		{"", false, stepClone, false},
+		{"Failed", false, stepClone, false},
+		{"In Progress", false, 0, true},
+		{"Completed", false, stepPointAtPrimary, false},
+		{"Completed", true, stepReplicating, false},
+	} {
+		got, err := nextMySQLReplicaStep(tc.cloneState, tc.configured)
+		if (err != nil) != tc.fails || got != tc.want {
+			t.Errorf("clone %q, configured %t: step %d (%v), want %d", tc.cloneState, tc.configured, got, err, tc.want)
+		}
+	}
+}

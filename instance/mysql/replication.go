@@ -198,16 +198,17 @@ func ReplicationUserStatements(password string) []Statement {
 	}
 }
 
-// replicaState reads SHOW SLAVE STATUS: whether this server replicates, and
-// whether both its threads run.
+// replicaState reads the replica status: whether this server replicates,
+// and whether both its threads run.
 func replicaState(ctx context.Context, db *sql.DB) (replica, running bool, lastError string, err error) {
 	replica, running, fields, err := replicaFields(ctx, db)
 	return replica, running, fields["Last_IO_Error"] + fields["Last_SQL_Error"], err
 }
 
-// replicaFields reads SHOW SLAVE STATUS into its columns.
+// replicaFields reads SHOW REPLICA STATUS (MariaDB 10.5+ and MySQL 8.0.22+;
+// MySQL 8.4 has no SHOW SLAVE STATUS) into its columns.
 func replicaFields(ctx context.Context, db *sql.DB) (replica, running bool, fields map[string]string, err error) {
-	rows, err := db.QueryContext(ctx, "SHOW SLAVE STATUS")
+	rows, err := db.QueryContext(ctx, "SHOW REPLICA STATUS")
 	if err != nil {
 		return false, false, nil, err
 	}
@@ -231,8 +232,20 @@ func replicaFields(ctx context.Context, db *sql.DB) (replica, running bool, fiel
 	for i, c := range columns {
 		fields[c] = values[i].String
 	}
-	running = fields["Slave_IO_Running"] == "Yes" && fields["Slave_SQL_Running"] == "Yes"
+	running = field(fields, "Slave_IO_Running", "Replica_IO_Running") == "Yes" &&
+		field(fields, "Slave_SQL_Running", "Replica_SQL_Running") == "Yes"
 	return true, running, fields, nil
+}
+
+// field is the first of the columns the status has: MariaDB keeps the
+// Slave_/_Master names, MySQL 8.4 has only the Replica_/_Source ones.
+func field(fields map[string]string, names ...string) string {
+	for _, name := range names {
+		if value, ok := fields[name]; ok {
+			return value
+		}
+	}
+	return ""
 }
 
 // masterInfoFile is where MariaDB keeps a replica's CHANGE MASTER settings.

@@ -8,7 +8,8 @@ import (
 	"github.com/dbpilot/dbpilot/instance/layout"
 )
 
-// Status reports the instance: a replica's lag is Seconds_Behind_Master.
+// Status reports the instance: a replica's lag is Seconds_Behind_Master
+// (MySQL: Seconds_Behind_Source), its position the GTIDs it has.
 func (e *Engine) Status(ctx context.Context) (instance.Status, error) {
 	db, err := e.connect(ctx, instance.Credentials{})
 	if err != nil {
@@ -19,10 +20,11 @@ func (e *Engine) Status(ctx context.Context) (instance.Status, error) {
 	if err := db.QueryRowContext(ctx, "SELECT @@version").Scan(&s.Version); err != nil {
 		return instance.Status{}, err
 	}
+	position := "SELECT @@gtid_current_pos"
 	if e.Flavor == MySQL {
-		return s, nil
+		position = "SELECT @@global.gtid_executed"
 	}
-	if err := db.QueryRowContext(ctx, "SELECT @@gtid_current_pos").Scan(&s.Position); err != nil {
+	if err := db.QueryRowContext(ctx, position).Scan(&s.Position); err != nil {
 		return instance.Status{}, err
 	}
 	replica, running, fields, err := replicaFields(ctx, db)
@@ -32,7 +34,7 @@ func (e *Engine) Status(ctx context.Context) (instance.Status, error) {
 	if replica || e.hasReplicaData() {
 		s.Role = layout.RoleReplica
 		s.Replicating = running
-		if lag, err := strconv.ParseFloat(fields["Seconds_Behind_Master"], 64); err == nil {
+		if lag, err := strconv.ParseFloat(field(fields, "Seconds_Behind_Master", "Seconds_Behind_Source"), 64); err == nil {
 			s.LagSeconds = &lag
 		}
 		if pos := fields["Gtid_Slave_Pos"]; pos != "" {
