@@ -16,6 +16,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 
 	driver "github.com/go-sql-driver/mysql"
@@ -52,7 +53,8 @@ type Engine struct {
 
 	// appliedSuperuser is the superuser password last applied: MySQL's root
 	// logs in with it until a rotated one is applied.
-	appliedSuperuser string
+	// The probes read it while the supervisor writes it.
+	appliedSuperuser atomic.Pointer[string]
 }
 
 var _ instance.Engine = (*Engine)(nil)
@@ -142,7 +144,11 @@ func (e *Engine) connect(ctx context.Context, creds instance.Credentials) (*sql.
 	if e.Flavor == MySQL {
 		cfg.User = "root"
 		var err error
-		for _, password := range []string{creds.SuperuserPassword, e.appliedSuperuser, ""} {
+		applied := ""
+		if p := e.appliedSuperuser.Load(); p != nil {
+			applied = *p
+		}
+		for _, password := range []string{creds.SuperuserPassword, applied, ""} {
 			cfg.Passwd = password
 			var db *sql.DB
 			if db, err = open(ctx, cfg); err == nil {
@@ -178,8 +184,10 @@ func open(ctx context.Context, cfg *driver.Config) (*sql.DB, error) {
 func (e *Engine) Ping(ctx context.Context) error {
 	db, err := e.connect(ctx, instance.Credentials{})
 	if err != nil && e.Flavor == MySQL {
-		// MySQL's root needs its password, which Ping does not have: a
-		// refused login still proves the server accepts connections.
+		// MySQL's root needs its password, which Ping has only once the
+		// credentials were applied: before, a refused login still proves
+		// the server accepts connections (and readiness also waits for
+		// the credentials).
 		var mysqlErr *driver.MySQLError
 		if errors.As(err, &mysqlErr) {
 			return nil
@@ -189,9 +197,6 @@ func (e *Engine) Ping(ctx context.Context) error {
 		return err
 	}
 	defer db.Close()
-	if e.Flavor == MySQL {
-		return nil
-	}
 	replica, running, lastError, err := replicaState(ctx, db)
 	switch {
 	case err != nil:
@@ -212,8 +217,13 @@ func (e *Engine) EnsureUsers(ctx context.Context, creds instance.Credentials) er
 	statements := UserStatements(e.Flavor, creds)
 	if e.Flavor == MySQL && e.Replication.CloneFrom != "" {
 		// A replica receives the users from its primary: it clones it,
-		// then replicates from it.
-		return e.ensureMySQLReplica(ctx, db)
+		// then replicates from it. Once cloned, its root has the
+		// primary's password, the Secret's.
+		if err := e.ensureMySQLReplica(ctx, db); err != nil {
+			return err
+		}
+		e.appliedSuperuser.Store(&creds.SuperuserPassword)
+		return nil
 	}
 	if e.Flavor == MySQL && e.Replication.Password != "" {
 		statements = append(statements, MySQLReplicationUserStatements(e.Replication.Password)...)
@@ -244,7 +254,7 @@ func (e *Engine) EnsureUsers(ctx context.Context, creds instance.Credentials) er
 			return fmt.Errorf("%s: %w", stmt.What, err)
 		}
 	}
-	e.appliedSuperuser = creds.SuperuserPassword
+	e.appliedSuperuser.Store(&creds.SuperuserPassword)
 	return nil
 }
 
