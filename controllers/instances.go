@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 	"net"
 	"net/http"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
 	"github.com/dbpilot/dbpilot/instance/layout"
@@ -70,12 +72,16 @@ func instanceStatuses(pods []corev1.Pod, reports map[string]layout.InstanceStatu
 	for i := range pods {
 		pod := &pods[i]
 		report := reports[pod.Name]
-		instances = append(instances, dbpilotv1alpha1.InstanceStatus{
+		instance := dbpilotv1alpha1.InstanceStatus{
 			Name:        pod.Name,
 			Role:        report.Role,
 			Ready:       podReady(pod),
 			Replicating: report.Replicating,
-		})
+		}
+		if report.Role == layout.RoleReplica && report.LagSeconds != nil {
+			instance.LagSeconds = ptr.To(int64(math.Round(*report.LagSeconds)))
+		}
+		instances = append(instances, instance)
 	}
 	// The cache lists pods in no fixed order; the status must not move
 	// with it.

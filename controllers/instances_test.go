@@ -6,6 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
 	"github.com/dbpilot/dbpilot/instance/layout"
@@ -70,5 +71,17 @@ func TestStaleSlots(t *testing.T) {
 	want := []string{layout.SlotName(db.PodName(4))}
 	if !slices.Equal(got, want) {
 		t.Errorf("stale slots %v, want %v (keep %v)", got, want, keep)
+	}
+}
+
+func TestInstanceStatusesCarryWholeSecondsOfLag(t *testing.T) {
+	pods := []corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: "db-1"}}, {ObjectMeta: metav1.ObjectMeta{Name: "db-0"}}}
+	reports := map[string]layout.InstanceStatus{
+		"db-0": {Role: layout.RolePrimary},
+		"db-1": {Role: layout.RoleReplica, Replicating: true, LagSeconds: ptr.To(2.6)},
+	}
+	got := instanceStatuses(pods, reports)
+	if len(got) != 2 || got[0].Name != "db-0" || got[0].LagSeconds != nil || got[1].LagSeconds == nil || *got[1].LagSeconds != 3 {
+		t.Errorf("instances %+v", got)
 	}
 }

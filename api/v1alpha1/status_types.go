@@ -125,6 +125,13 @@ type InstanceStatus struct {
 	// replicating is true while a replica receives from its primary.
 	// +optional
 	Replicating bool `json:"replicating,omitempty"`
+
+	// lagSeconds is how far a replica is behind its primary, in whole
+	// seconds, as it reported on the operator's last look (every 30 s);
+	// unset on a primary. The precise position and lag are in the
+	// instance's /status.
+	// +optional
+	LagSeconds *int64 `json:"lagSeconds,omitempty"`
 }
 
 // Endpoints are the in-cluster addresses of a Database.

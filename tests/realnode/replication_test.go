@@ -182,12 +182,12 @@ func expectEveryReplica(g Gomega, db *dbpilotv1alpha1.Database, tc replicationSQ
 }
 
 // expectInstances waits until status.instances lists n pods, ordinal 0 the
-// primary and the others streaming replicas, and status.currentPrimary
-// names ordinal 0.
+// primary and the others streaming replicas with no lag (the test writes
+// nothing meanwhile), and status.currentPrimary names ordinal 0.
 func expectInstances(g Gomega, db *dbpilotv1alpha1.Database, n int) {
 	want := []dbpilotv1alpha1.InstanceStatus{{Name: db.PodName(0), Role: "primary", Ready: true}}
 	for i := 1; i < n; i++ {
-		want = append(want, dbpilotv1alpha1.InstanceStatus{Name: db.PodName(i), Role: "replica", Ready: true, Replicating: true})
+		want = append(want, dbpilotv1alpha1.InstanceStatus{Name: db.PodName(i), Role: "replica", Ready: true, Replicating: true, LagSeconds: ptr.To[int64](0)})
 	}
 	g.Eventually(func(g Gomega) {
 		g.Expect(k8sClient.Get(context.Background(), client.ObjectKeyFromObject(db), db)).To(Succeed())
