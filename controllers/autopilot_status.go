@@ -90,6 +90,11 @@ func (r *AutopilotRunner) record(ctx context.Context, db *dbpilotv1alpha1.Databa
 		status.Recommendation = previous.Recommendation
 	}
 	conditions := autopilotConditions(db, d, sourceErr)
+	holding := ""
+	if ready := meta.FindStatusCondition(conditions, dbpilotv1alpha1.ConditionAutopilotReady); ready != nil && ready.Status != metav1.ConditionTrue {
+		holding = ready.Reason
+	}
+	setAutopilotHolding(client.ObjectKeyFromObject(db), holding)
 
 	if sourceErr == nil && d.MetricsReady {
 		rec := &dbpilotv1alpha1.AutopilotRecommendation{Replicas: ptr.To(d.Replicas), Tier: d.Tier}
@@ -104,6 +109,7 @@ func (r *AutopilotRunner) record(ctx context.Context, db *dbpilotv1alpha1.Databa
 			status.LastDecision = &dbpilotv1alpha1.AutopilotDecision{
 				Time: metav1.NewTime(in.Now), Action: string(d.Action), Reason: d.Reason, Message: d.Message, Signals: signalStrings(d.Signals),
 			}
+			autopilotDecisions.WithLabelValues(string(d.Action), d.Reason).Inc()
 			if d.Changed(in.Current) {
 				verb := "Recommends"
 				if mode == dbpilotv1alpha1.AutopilotAuto {
@@ -211,6 +217,7 @@ func (r *AutopilotRunner) apply(ctx context.Context, db *dbpilotv1alpha1.Databas
 
 // clear removes the auto-pilot's status and conditions once it is off.
 func (r *AutopilotRunner) clear(ctx context.Context, db *dbpilotv1alpha1.Database) error {
+	setAutopilotHolding(client.ObjectKeyFromObject(db), "")
 	if db.Status.Autopilot == nil && meta.FindStatusCondition(db.Status.Conditions, dbpilotv1alpha1.ConditionAutopilotReady) == nil &&
 		meta.FindStatusCondition(db.Status.Conditions, dbpilotv1alpha1.ConditionAnomalyDetected) == nil {
 		return nil

@@ -85,6 +85,9 @@ func (r *DatabaseReconciler) images() imagecatalog.Catalog {
 // SetupWithManager registers the reconciler with the manager: it watches
 // Databases and the children they own, and pods through their Database label.
 func (r *DatabaseReconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrentReconciles int) error {
+	if err := RegisterMetrics(); err != nil {
+		return fmt.Errorf("registering dbpilot's metrics: %w", err)
+	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&dbpilotv1alpha1.Database{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, autopilotChanged{}))).
 		Owns(&appsv1.StatefulSet{}).
@@ -105,10 +108,20 @@ func (r *DatabaseReconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrentRec
 // Reconcile brings one Database's children and status in line with its spec.
 // Status is written once, at the end, and only when it changed.
 func (r *DatabaseReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
+	started := time.Now()
+	defer func() {
+		outcome := "success"
+		if result.RequeueAfter > 0 {
+			outcome = "requeue"
+		}
+		observeReconcile(started, outcome, retErr)
+	}()
 	db := &dbpilotv1alpha1.Database{}
 	if err := r.Client.Get(ctx, req.NamespacedName, db); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.failures.forget(req.NamespacedName)
+			databasePhases.forget(req.NamespacedName)
+			setAutopilotHolding(req.NamespacedName, "")
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}

@@ -81,6 +81,7 @@ func (r *DatabaseReconciler) writeStatus(ctx context.Context, s *scope, reconcil
 	}
 	status := buildStatus(s.db, obs, metav1.NewTime(r.clock().Now()))
 	r.recordDegraded(s.db, status.Conditions)
+	databasePhases.record(client.ObjectKeyFromObject(s.db), s.db.Spec.Engine, status.Phase)
 	// Compare only what this reconciler owns: status.autopilot and the
 	// auto-pilot's conditions belong to the auto-pilot.
 	current := s.db.Status.DeepCopy()

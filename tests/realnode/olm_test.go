@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -54,6 +56,9 @@ func TestOLMInstallsTheOperator(t *testing.T) {
 	})
 	g.Expect(err).NotTo(HaveOccurred(), "installing OLM's CRDs")
 	applyFile(g, filepath.Join(root, "tests", "realnode", "testdata", "olm.yaml"))
+	// OLM's pods hold CPU requests the later tests' database pods need (the
+	// node has 2 CPUs): they go with their namespaces when this test ends.
+	t.Cleanup(func() { removeNamespaces(t, olmNamespace, "operators") })
 	start = time.Now()
 	for _, name := range []string{"olm-operator", "catalog-operator"} {
 		waitDeploymentAvailable(g, olmNamespace, name)
@@ -125,6 +130,22 @@ func installAndUse(t *testing.T, operatorNS, databaseNS string) {
 	g.Expect(k8sClient.Create(ctx, db)).To(Succeed())
 	took := waitAvailable(g, db, 3*time.Minute)
 	t.Logf("%s: Database reconciled by the OLM-installed operator, Available in %.1fs", operatorNS, took.Seconds())
+
+	// The operator's metrics, scraped as Prometheus does: refused without
+	// a token, and with one they count the Database and its passes.
+	metrics := newOperatorMetrics(g, operatorNS, t.Cleanup)
+	g.Eventually(func() (int, error) {
+		code, _, err := metrics.get("")
+		return code, err
+	}, 30*time.Second, 500*time.Millisecond).Should(Equal(http.StatusUnauthorized), "an unauthenticated scrape")
+	running := map[string]string{"namespace": databaseNS, "engine": "postgres", "phase": "Running"}
+	g.Eventually(func(g Gomega) {
+		families := metrics.families(g)
+		g.Expect(value(families, "dbpilot_databases", running)).To(Equal(1.0), "dbpilot_databases")
+		passes := value(families, "dbpilot_reconcile_duration_seconds", map[string]string{"controller": "database", "result": "success"}) +
+			value(families, "dbpilot_reconcile_duration_seconds", map[string]string{"controller": "database", "result": "requeue"})
+		g.Expect(passes).To(BeNumerically(">", 0), "reconcile passes")
+	}, time.Minute, time.Second).Should(Succeed())
 	g.Eventually(func() (int, error) {
 		session, err := connectApp(ctx, db)
 		if err != nil {
@@ -138,6 +159,9 @@ func installAndUse(t *testing.T, operatorNS, databaseNS string) {
 	g.Eventually(func() bool {
 		return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKeyFromObject(db), db))
 	}, 2*time.Minute, 500*time.Millisecond).Should(BeTrue(), "the OLM-installed operator finalizes the Database")
+	g.Eventually(func(g Gomega) {
+		g.Expect(value(metrics.families(g), "dbpilot_databases", running)).To(Equal(-1.0), "a deleted Database is no longer counted")
+	}, time.Minute, time.Second).Should(Succeed())
 
 	sub := object("operators.coreos.com/v1alpha1", "Subscription", operatorNS, "dbpilot", nil)
 	g.Expect(k8sClient.Delete(ctx, sub)).To(Succeed())
@@ -221,4 +245,23 @@ func waitDeploymentAvailable(g Gomega, namespace, name string) {
 		err := k8sClient.Get(context.Background(), client.ObjectKey{Namespace: namespace, Name: name}, d)
 		return d.Status.AvailableReplicas, err
 	}, 3*time.Minute, 500*time.Millisecond).Should(BeNumerically(">=", 1), fmt.Sprintf("deployment %s/%s available", namespace, name))
+}
+
+// removeNamespaces deletes the namespaces and waits until their pods are
+// gone (a namespace may stay Terminating while OLM's own objects are
+// finalized; its pods go at once).
+func removeNamespaces(t *testing.T, names ...string) {
+	ctx := context.Background()
+	for _, name := range names {
+		if err := clientset.CoreV1().Namespaces().Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Errorf("deleting namespace %s: %v", name, err)
+		}
+	}
+	NewWithT(t).Eventually(func(g Gomega) {
+		for _, name := range names {
+			pods, err := clientset.CoreV1().Pods(name).List(ctx, metav1.ListOptions{})
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(pods.Items).To(BeEmpty(), "pods of namespace %s", name)
+		}
+	}, 3*time.Minute, time.Second).Should(Succeed())
 }

@@ -1,0 +1,116 @@
+package controllers
+
+import (
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
+)
+
+// The operator's own series, served with controller-runtime's on the
+// manager's authenticated metrics endpoint. Labels name Kubernetes objects
+// and enumerations only, never a value from a Secret or a spec string.
+var (
+	reconcileDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "dbpilot_reconcile_duration_seconds",
+		Help:    "Time one reconcile pass of a Database took, by controller and result (success, requeue, error).",
+		Buckets: []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30},
+	}, []string{"controller", "result"})
+	reconcileErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "dbpilot_reconcile_errors_total",
+		Help: "Reconcile passes that returned an error, by controller.",
+	}, []string{"controller"})
+	autopilotDecisions = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "dbpilot_autopilot_decisions_total",
+		Help: "New recommendations of the auto-pilot, by action and reason.",
+	}, []string{"action", "reason"})
+	autopilotHolding = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "dbpilot_autopilot_holding",
+		Help: "1 while the auto-pilot of a Database cannot decide (no Prometheus, missing or stale metrics), with the reason; absent otherwise.",
+	}, []string{"namespace", "database", "reason"})
+)
+
+// controllerName labels the Database controller's series.
+const controllerName = "database"
+
+var registerOnce sync.Once
+
+// RegisterMetrics adds dbpilot's series to controller-runtime's registry,
+// which the manager serves; once per process, however many managers it runs.
+func RegisterMetrics() (err error) {
+	registerOnce.Do(func() {
+		for _, c := range []prometheus.Collector{reconcileDuration, reconcileErrors, autopilotDecisions, autopilotHolding, databasePhases} {
+			if err = metrics.Registry.Register(c); err != nil {
+				return
+			}
+		}
+	})
+	return err
+}
+
+// observeReconcile records one pass.
+func observeReconcile(started time.Time, result string, err error) {
+	if err != nil {
+		result = "error"
+		reconcileErrors.WithLabelValues(controllerName).Inc()
+	}
+	reconcileDuration.WithLabelValues(controllerName, result).Observe(time.Since(started).Seconds())
+}
+
+// setAutopilotHolding keeps dbpilot_autopilot_holding to the one reason the
+// Database's auto-pilot holds for, or none.
+func setAutopilotHolding(key types.NamespacedName, reason string) {
+	autopilotHolding.DeletePartialMatch(prometheus.Labels{"namespace": key.Namespace, "database": key.Name})
+	if reason != "" {
+		autopilotHolding.WithLabelValues(key.Namespace, key.Name, reason).Set(1)
+	}
+}
+
+var databasesDesc = prometheus.NewDesc("dbpilot_databases",
+	"Databases the operator runs, by namespace, engine and phase.",
+	[]string{"namespace", "engine", "phase"}, nil)
+
+// databasePhases is every reconciled Database's engine and phase, as its
+// last status write left it; dbpilot_databases counts them when scraped.
+var databasePhases = &phaseBook{dbs: map[types.NamespacedName][2]string{}}
+
+type phaseBook struct {
+	mu  sync.Mutex
+	dbs map[types.NamespacedName][2]string
+}
+
+// record notes a Database's engine and phase.
+func (b *phaseBook) record(key types.NamespacedName, engine dbpilotv1alpha1.Engine, phase dbpilotv1alpha1.Phase) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.dbs[key] = [2]string{string(engine), string(phase)}
+}
+
+// forget drops a Database that is gone.
+func (b *phaseBook) forget(key types.NamespacedName) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.dbs, key)
+}
+
+func (b *phaseBook) Describe(ch chan<- *prometheus.Desc) { ch <- databasesDesc }
+
+func (b *phaseBook) Collect(ch chan<- prometheus.Metric) {
+	b.mu.Lock()
+	counts := map[[3]string]float64{}
+	for key, ep := range b.dbs {
+		phase := ep[1]
+		if phase == "" {
+			phase = "Unknown"
+		}
+		counts[[3]string{key.Namespace, ep[0], phase}]++
+	}
+	b.mu.Unlock()
+	for k, n := range counts {
+		ch <- prometheus.MustNewConstMetric(databasesDesc, prometheus.GaugeValue, n, k[0], k[1], k[2])
+	}
+}
