@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/utils/ptr"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
 	"github.com/dbpilot/dbpilot/autopilot"
@@ -77,6 +78,9 @@ func TestAutopilotScalesWithinBounds(t *testing.T) {
 		g.Expect(*db.Status.Autopilot.Recommendation.Replicas).To(Equal(int32(3)))
 		g.Expect(db.Status.Autopilot.LastDecision.Reason).To(Equal(autopilot.ReasonReadPressure))
 	}, convergeTimeout, pollInterval).Should(Succeed())
+	g.Expect(gathered(g, "dbpilot_autopilot_decisions_total", map[string]string{"action": string(autopilot.ActionScaleUp), "reason": autopilot.ReasonReadPressure})).
+		To(BeNumerically(">=", 1), "the decision is counted")
+	g.Expect(gathered(g, "dbpilot_autopilot_holding", map[string]string{"namespace": ns, "database": "shop"})).To(BeZero(), "not holding")
 	g.Consistently(func(g Gomega) {
 		g.Expect(*statefulSetOf(g, db).Spec.Replicas).To(Equal(int32(2)), "Recommend mode acts")
 	}, 3*time.Second, pollInterval).Should(Succeed())
@@ -129,6 +133,8 @@ func TestAutopilotScalesWithinBounds(t *testing.T) {
 		g.Expect(ready.Status).To(BeEquivalentTo("False"))
 		g.Expect(ready.Reason).To(Equal(dbpilotv1alpha1.ReasonPrometheusUnavailable))
 	}, convergeTimeout, pollInterval).Should(Succeed())
+	g.Expect(gathered(g, "dbpilot_autopilot_holding", map[string]string{"namespace": ns, "database": "shop", "reason": dbpilotv1alpha1.ReasonPrometheusUnavailable})).
+		To(Equal(1.0), "dbpilot_autopilot_holding says why")
 	replicas, tier := *statefulSetOf(g, db).Spec.Replicas, db.Status.Tier
 	g.Consistently(func(g Gomega) {
 		fetch(g, db)
@@ -148,4 +154,32 @@ func TestAutopilotScalesWithinBounds(t *testing.T) {
 	waitConverged(g, db)
 	g.Expect(db.Status.Tier).To(Equal(dbpilotv1alpha1.TierSmall))
 	g.Expect(*statefulSetOf(g, db).Spec.Replicas).To(Equal(int32(2)))
+	g.Expect(gathered(g, "dbpilot_autopilot_holding", map[string]string{"namespace": ns, "database": "shop"})).To(BeZero(), "an auto-pilot turned off holds nothing")
+}
+
+// gathered sums the series of a family in the registry the operators of
+// this process serve on their metrics endpoint whose labels include these.
+func gathered(g Gomega, name string, labels map[string]string) float64 {
+	families, err := ctrlmetrics.Registry.Gather()
+	g.Expect(err).NotTo(HaveOccurred())
+	sum := 0.0
+	for _, family := range families {
+		if family.GetName() != name {
+			continue
+		}
+	series:
+		for _, metric := range family.GetMetric() {
+			have := map[string]string{}
+			for _, pair := range metric.GetLabel() {
+				have[pair.GetName()] = pair.GetValue()
+			}
+			for k, v := range labels {
+				if have[k] != v {
+					continue series
+				}
+			}
+			sum += metric.GetGauge().GetValue() + metric.GetCounter().GetValue()
+		}
+	}
+	return sum
 }
