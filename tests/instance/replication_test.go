@@ -125,7 +125,7 @@ func TestPostgresReplicaClonesAndStreams(t *testing.T) {
 	if !strings.Contains(replica.printed(), recloneMessage) {
 		t.Errorf("a replica whose slot was dropped did not clone again:\n%s", replica.printed())
 	}
-	eventually(t, 30*time.Second, "the re-cloned replica has the primary's rows", func() error {
+	sameRows := func() error {
 		conn, err := pgConnect(ctx, ports["db-1"], "shop", "app-pass", "shop")
 		if err != nil {
 			return err
@@ -139,9 +139,45 @@ func TestPostgresReplicaClonesAndStreams(t *testing.T) {
 			return fmt.Errorf("replica %s, primary %s", got, want)
 		}
 		return nil
+	}
+	eventually(t, 30*time.Second, "the re-cloned replica has the primary's rows", sameRows)
+
+	// A replica promoted on its own (a timeline of its own, writes the
+	// primary never saw), then made a standby again, has diverged: it
+	// clones again instead of serving its own history.
+	own, err := pgConnect(ctx, ports["db-1"], "postgres", "super-pass", "postgres")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := own.Exec(ctx, "SELECT pg_promote()"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the replica is promoted", func() error {
+		_, err := own.Exec(ctx, "CREATE TABLE diverged_only (id int)")
+		return err
 	})
+	own.Close(ctx)
+	replica.stop(t)
+	pg.writeFile(t, filepath.Join(argValue(t, args["db-1"], "--data-dir"), "standby.signal"), "")
+	replica = start(t, pg, path, replicaArgs...)
+	if out := replica.printed(); !strings.Contains(out, "diverged") || !strings.Contains(out, recloneMessage) {
+		t.Errorf("a diverged replica did not clone again:\n%s", out)
+	}
+	eventually(t, 30*time.Second, "the re-cloned replica has the primary's rows", sameRows)
 	replica.stop(t)
 	primary.stop(t)
+}
+
+// argValue is the value of --name=value in args.
+func argValue(t *testing.T, args []string, name string) string {
+	t.Helper()
+	for _, arg := range args {
+		if value, ok := strings.CutPrefix(arg, name+"="); ok {
+			return value
+		}
+	}
+	t.Fatalf("no %s in %v", name, args)
+	return ""
 }
 
 // recloneMessage is what the instance program logs when a replica's data
