@@ -177,6 +177,23 @@ func Run(ctx context.Context, engine Engine, files CredentialFiles, probes Probe
 		return err
 	}
 
+	// A replica whose data can no longer follow its primary is stopped
+	// and emptied: the container exits and the next start clones again.
+	unusable := make(chan string, 1)
+	discard := func(why string) error {
+		log.Info("this replica's data can no longer follow its primary: cloning the primary again on the next start", "why", why)
+		stopErr := stop("unusable replica data")
+		if err := engine.(DataWatcher).Discard(); err != nil {
+			return errors.Join(fmt.Errorf("emptying the unusable data directory: %w", err), stopErr)
+		}
+		return fmt.Errorf("the replica's data was emptied to be cloned again: %s", why)
+	}
+	if watcher, ok := engine.(DataWatcher); ok {
+		watchCtx, stopWatching := context.WithCancel(ctx)
+		defer stopWatching()
+		go watchData(watchCtx, watcher, unusable)
+	}
+
 	readyCtx, cancel := context.WithTimeout(ctx, startupTimeout)
 	ready := make(chan error, 1)
 	go func() { ready <- WaitFor(readyCtx, engine.Ping) }()
@@ -184,6 +201,9 @@ func Run(ctx context.Context, engine Engine, files CredentialFiles, probes Probe
 	case err := <-exited:
 		cancel()
 		return fmt.Errorf("engine exited during startup: %s", exitDescription(err))
+	case why := <-unusable:
+		cancel()
+		return discard(why)
 	case err := <-ready:
 		cancel()
 		if err != nil {
@@ -204,6 +224,8 @@ func Run(ctx context.Context, engine Engine, files CredentialFiles, probes Probe
 		select {
 		case err := <-exited:
 			return fmt.Errorf("engine exited: %s", exitDescription(err))
+		case why := <-unusable:
+			return discard(why)
 		case <-ctx.Done():
 			if err := stop("shutdown requested"); err != nil {
 				return fmt.Errorf("engine shutdown: %s", exitDescription(err))

@@ -165,3 +165,12 @@ func TestMySQLClonePath(t *testing.T) {
 		}
 	}
 }
+
+func TestUnusableReason(t *testing.T) {
+	if got := unusableReason(map[string]string{"Last_IO_Errno": "1236", "Last_IO_Error": "Got fatal error 1236 from master"}); !strings.Contains(got, "no longer hold") {
+		t.Errorf("error 1236: %q", got)
+	}
+	if got := unusableReason(map[string]string{"Last_IO_Errno": "2003", "Last_IO_Error": "can't connect"}); got != "" {
+		t.Errorf("a primary that cannot be reached is no reason to clone again: %q", got)
+	}
+}

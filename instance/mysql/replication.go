@@ -130,10 +130,7 @@ func (e *Engine) clone(ctx context.Context) error {
 
 // failClone empties the datadir, so the next start clones again.
 func (e *Engine) failClone(err error) error {
-	entries, _ := os.ReadDir(e.DataDir)
-	for _, entry := range entries {
-		_ = os.RemoveAll(filepath.Join(e.DataDir, entry.Name()))
-	}
+	_ = e.Discard()
 	return err
 }
 

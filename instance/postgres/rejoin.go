@@ -28,49 +28,83 @@ const standbySignal = "standby.signal"
 // be all that is left of the database. A primary it cannot reach yet leaves
 // the data as it is.
 func (e *Engine) PrepareData(ctx context.Context, log *slog.Logger) error {
-	r := e.Replication
-	if r.CloneFrom == "" || r.Password == "" {
-		return nil
-	}
 	if _, err := os.Stat(filepath.Join(e.DataDir, standbySignal)); err != nil {
 		return nil // empty, or a primary's data
+	}
+	why, err := e.replicaProblem(ctx)
+	if err != nil || why == "" {
+		return err
+	}
+	log.Info("this replica's data can no longer follow its primary: cloning the primary again", "why", why)
+	return e.Discard()
+}
+
+// Unusable reports a running replica that does not stream and whose data
+// can no longer follow its primary (its slot was invalidated while it fell
+// behind, or dropped).
+func (e *Engine) Unusable(ctx context.Context) string {
+	conn, err := e.connect(ctx)
+	if err != nil {
+		return ""
+	}
+	recovering, err := inRecovery(ctx, conn)
+	var notStreaming error
+	if err == nil && recovering {
+		notStreaming = streaming(ctx, conn)
+	}
+	conn.Close(ctx)
+	if err != nil || notStreaming == nil {
+		return ""
+	}
+	why, _ := e.replicaProblem(ctx)
+	return why
+}
+
+// Discard removes the data directory; the next start clones.
+func (e *Engine) Discard() error { return os.RemoveAll(e.DataDir) }
+
+// replicaProblem asks the primary whether this replica's data can follow
+// it: "" when it can, or when the primary cannot be asked (it may be
+// starting); why not otherwise. Data of another cluster is an error: it is
+// refused, never discarded.
+func (e *Engine) replicaProblem(ctx context.Context) (string, error) {
+	r := e.Replication
+	if r.CloneFrom == "" || r.Password == "" {
+		return "", nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	primary, err := r.replicationConnection(ctx)
 	if err != nil {
-		log.Info("the primary cannot be asked about this replica's slot yet; starting on the data as it is", "error", err.Error())
-		return nil
+		return "", nil
 	}
 	defer primary.Close(ctx)
 	primarySystem, err := identifySystem(ctx, primary)
 	if err != nil {
-		return err
+		return "", err
 	}
 	local, err := e.controlData(ctx)
 	if err != nil {
-		return err
+		return "", err
 	}
 	if primarySystem.id != local.systemID {
-		return fmt.Errorf("this replica's data belongs to another cluster (system identifier %s, the primary's %s): refusing to clone over it; "+
+		return "", fmt.Errorf("this replica's data belongs to another cluster (system identifier %s, the primary's %s): refusing to clone over it; "+
 			"move the data away or delete the volume claim to make this instance a new replica", local.systemID, primarySystem.id)
 	}
 	var history string
 	if local.timeline < primarySystem.timeline {
 		if history, err = timelineHistory(ctx, primary, primarySystem.timeline); err != nil {
-			return err
+			return "", err
 		}
 	}
 	if why := divergence(local, primarySystem.timeline, history); why != "" {
-		log.Info("this replica's data diverged from the primary's: cloning the primary again", "why", why)
-		return os.RemoveAll(e.DataDir)
+		return "it diverged: " + why, nil
 	}
 	exists, err := slotExists(ctx, primary, r.SlotName)
 	if err != nil || exists {
-		return err
+		return "", err
 	}
-	log.Info("this replica's slot is gone from the primary, so WAL it needs may be too: cloning the primary again", "slot", r.SlotName)
-	return os.RemoveAll(e.DataDir)
+	return fmt.Sprintf("its slot %s is gone from the primary, so WAL it needs may be too", r.SlotName), nil
 }
 
 // replicationConnection opens a physical replication connection to the

@@ -171,6 +171,41 @@ func (w lockedWriter) Write(b []byte) (int, error) {
 // its readiness probe answers.
 func start(t *testing.T, u osUser, path string, args ...string) *program {
 	t.Helper()
+	p := launch(t, u, path, args...)
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		if code, _ := p.readiness(); code == http.StatusOK {
+			return p
+		}
+		select {
+		case err := <-p.done:
+			p.done <- err // for the cleanup
+			t.Fatalf("the instance program exited: %v\n%s", err, p.printed())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the instance program never turned ready:\n%s", p.printed())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// waitExit waits for the program to exit on its own and returns how.
+func (p *program) waitExit(t *testing.T, timeout time.Duration) error {
+	t.Helper()
+	select {
+	case err := <-p.done:
+		p.done <- err // for the cleanup
+		return err
+	case <-time.After(timeout):
+		t.Fatalf("the instance program did not exit within %s:\n%s", timeout, p.printed())
+		return nil
+	}
+}
+
+// launch runs the instance program as the user with args.
+func launch(t *testing.T, u osUser, path string, args ...string) *program {
+	t.Helper()
 	probePort := freePort(t)
 	args = append(args, fmt.Sprintf("--probe-address=127.0.0.1:%d", probePort))
 	cmd := exec.Command(instanceBinary(t), append([]string{"run"}, args...)...)
@@ -195,25 +230,7 @@ func start(t *testing.T, u osUser, path string, args ...string) *program {
 			t.Logf("instance program output:\n%s", p.printed())
 		}
 	})
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		resp, err := http.Get(p.probe)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return p
-			}
-		}
-		select {
-		case err := <-p.done:
-			t.Fatalf("the instance program exited: %v\n%s", err, p.printed())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the instance program never turned ready:\n%s", p.printed())
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	return p
 }
 
 // stop sends SIGTERM, as the kubelet does, and expects a clean exit.
@@ -224,6 +241,7 @@ func (p *program) stop(t *testing.T) {
 	}
 	select {
 	case err := <-p.done:
+		p.done <- err // for the cleanup
 		if err != nil {
 			t.Fatalf("the instance program did not exit cleanly: %v\n%s", err, p.printed())
 		}

@@ -3,6 +3,7 @@ package instance_test
 import (
 	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"io"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	mysqldriver "github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5"
 
 	"github.com/dbpilot/dbpilot/instance/layout"
@@ -163,6 +165,27 @@ func TestPostgresReplicaClonesAndStreams(t *testing.T) {
 	if out := replica.printed(); !strings.Contains(out, "diverged") || !strings.Contains(out, recloneMessage) {
 		t.Errorf("a diverged replica did not clone again:\n%s", out)
 	}
+	eventually(t, 30*time.Second, "the re-cloned replica has the primary's rows", sameRows)
+
+	// A running replica whose slot is lost (here: dropped the moment its
+	// WAL sender was cut off) cannot stream again: its program empties the
+	// data and exits, and the next start clones.
+	admin, err = pgConnect(ctx, ports["db-0"], "postgres", "super-pass", "postgres")
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the replica's slot is dropped", func() error {
+		if _, err := admin.Exec(ctx, "SELECT pg_terminate_backend(active_pid) FROM pg_replication_slots WHERE slot_name = 'db_1' AND active"); err != nil {
+			return err
+		}
+		_, err := admin.Exec(ctx, "SELECT pg_drop_replication_slot('db_1')")
+		return err
+	})
+	admin.Close(ctx)
+	if err := replica.waitExit(t, time.Minute); err == nil || !strings.Contains(replica.printed(), recloneMessage) {
+		t.Errorf("a replica that lost its slot did not stop to clone again (%v):\n%s", err, replica.printed())
+	}
+	replica = start(t, pg, path, replicaArgs...)
 	eventually(t, 30*time.Second, "the re-cloned replica has the primary's rows", sameRows)
 	replica.stop(t)
 	primary.stop(t)
@@ -336,8 +359,96 @@ func TestMariaDBReplicaClonesAndReplicates(t *testing.T) {
 	}
 	db.Close()
 	checkRoles(t, primary, replica)
+
+	// The primary purges the binary logs the stopped replica still needs:
+	// the replica's program sees its position is gone, empties the data
+	// and exits; the next start clones again.
+	replica.stop(t)
+	if _, err := app.ExecContext(ctx, "INSERT INTO orders SELECT seq, md5(seq) FROM seq_10001_to_10100"); err != nil {
+		t.Fatal(err)
+	}
+	purgeBinaryLogs(ctx, t, argValue(t, args["db-0"], "--socket"))
+	replicaArgs := append(args["db-1"], "--clone-from=127.0.0.1",
+		"--clone-port="+strconv.Itoa(ports["db-0"]), "--clone-instance-port="+instancePort)
+	replica = launch(t, my, path, replicaArgs...)
+	if err := replica.waitExit(t, time.Minute); err == nil || !strings.Contains(replica.printed(), recloneMessage) {
+		t.Errorf("a replica whose position the primary purged did not stop to clone again (%v):\n%s", err, replica.printed())
+	}
+	t.Logf("a replica whose position the primary purged stopped to clone again:\n%s", lastLine(replica.printed(), recloneMessage))
+	replica = start(t, my, path, replicaArgs...)
+	eventually(t, 30*time.Second, "the re-cloned replica has the 10,100 rows", func() error {
+		db, err := mysqlConnect(ctx, ports["db-1"], "shop", "app-pass", "shop")
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		var n int
+		if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM orders").Scan(&n); err != nil {
+			return err
+		}
+		if n != 10100 {
+			return fmt.Errorf("%d rows", n)
+		}
+		return nil
+	})
 	replica.stop(t)
 	primary.stop(t)
+}
+
+// purgeBinaryLogs makes the primary start a new binary log and purge the
+// older ones, as root over its socket.
+func purgeBinaryLogs(ctx context.Context, t *testing.T, socket string) {
+	t.Helper()
+	cfg := mysqldriver.NewConfig()
+	cfg.Net, cfg.Addr, cfg.User, cfg.Passwd = "unix", socket, "root", "super-pass"
+	connector, err := mysqldriver.NewConnector(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := sql.OpenDB(connector)
+	defer root.Close()
+	root.SetMaxOpenConns(1)
+	if _, err := root.ExecContext(ctx, "FLUSH BINARY LOGS"); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := root.QueryContext(ctx, "SHOW MASTER STATUS")
+	if err != nil {
+		t.Fatal(err)
+	}
+	columns, _ := rows.Columns()
+	values := make([]any, len(columns))
+	var file sql.NullString
+	values[0] = &file
+	for i := 1; i < len(values); i++ {
+		values[i] = new(sql.RawBytes)
+	}
+	if !rows.Next() {
+		t.Fatal("SHOW MASTER STATUS: no binary log")
+	}
+	if err := rows.Scan(values...); err != nil {
+		t.Fatal(err)
+	}
+	rows.Close()
+	// A log still open for the stopped replica's dump thread is skipped,
+	// with a warning: purge until only the new log is left.
+	eventually(t, 30*time.Second, "the older binary logs are purged", func() error {
+		if _, err := root.ExecContext(ctx, "PURGE BINARY LOGS TO '"+file.String+"'"); err != nil {
+			return err
+		}
+		var logs int
+		rows, err := root.QueryContext(ctx, "SHOW BINARY LOGS")
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			logs++
+		}
+		if logs != 1 {
+			return fmt.Errorf("%d binary logs left", logs)
+		}
+		return nil
+	})
 }
 
 // checkDropSlots: the primary's instance program drops the inactive slots
@@ -384,4 +495,15 @@ func checkDropSlots(ctx context.Context, t *testing.T, primary *program, admin *
 	if err != nil || fmt.Sprint(left) != "[db_1 user_slot]" {
 		t.Errorf("slots left: %v %v", left, err)
 	}
+}
+
+// lastLine is the last line of out that contains s.
+func lastLine(out, s string) string {
+	found := ""
+	for _, line := range strings.Split(out, "\n") {
+		if strings.Contains(line, s) {
+			found = line
+		}
+	}
+	return found
 }
