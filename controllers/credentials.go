@@ -27,6 +27,13 @@ func (r *DatabaseReconciler) reconcileReplicationSecret(ctx context.Context, s *
 	if err != nil && !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, err
 	}
+	missing := secret.Name == ""
+	for _, key := range desired.InternalKeys {
+		missing = missing || len(secret.Data[key]) == 0
+	}
+	if !missing {
+		return ctrl.Result{}, nil
+	}
 	var passwords desired.InternalPasswords
 	if passwords.Replication, err = randomPassword(); err != nil {
 		return ctrl.Result{}, err
@@ -43,18 +50,13 @@ func (r *DatabaseReconciler) reconcileReplicationSecret(ctx context.Context, s *
 		return ctrl.Result{}, nil
 	}
 	patch := client.MergeFromWithOptions(secret.DeepCopy(), client.MergeFromWithOptimisticLock{})
-	added := false
+	if secret.Data == nil {
+		secret.Data = map[string][]byte{}
+	}
 	for _, key := range desired.InternalKeys {
 		if len(secret.Data[key]) == 0 {
-			if secret.Data == nil {
-				secret.Data = map[string][]byte{}
-			}
 			secret.Data[key] = wanted.Data[key]
-			added = true
 		}
-	}
-	if !added {
-		return ctrl.Result{}, nil
 	}
 	if err := r.Client.Patch(ctx, secret, patch, client.FieldOwner(FieldOwner)); err != nil {
 		return ctrl.Result{}, fmt.Errorf("adding keys to the replication Secret: %w", err)

@@ -180,18 +180,19 @@ func Run(ctx context.Context, engine Engine, files CredentialFiles, probes Probe
 	// A replica whose data can no longer follow its primary is stopped
 	// and emptied: the container exits and the next start clones again.
 	unusable := make(chan string, 1)
-	discard := func(why string) error {
-		log.Info("this replica's data can no longer follow its primary: cloning the primary again on the next start", "why", why)
-		stopErr := stop("unusable replica data")
-		if err := engine.(DataWatcher).Discard(); err != nil {
-			return errors.Join(fmt.Errorf("emptying the unusable data directory: %w", err), stopErr)
-		}
-		return fmt.Errorf("the replica's data was emptied to be cloned again: %s", why)
-	}
-	if watcher, ok := engine.(DataWatcher); ok {
+	watcher, watched := engine.(DataWatcher)
+	if watched {
 		watchCtx, stopWatching := context.WithCancel(ctx)
 		defer stopWatching()
 		go watchData(watchCtx, watcher, unusable)
+	}
+	discard := func(why string) error {
+		log.Info("this replica's data can no longer follow its primary: cloning the primary again on the next start", "why", why)
+		stopErr := stop("unusable replica data")
+		if err := watcher.Discard(); err != nil {
+			return errors.Join(fmt.Errorf("emptying the unusable data directory: %w", err), stopErr)
+		}
+		return fmt.Errorf("the replica's data was emptied to be cloned again: %s", why)
 	}
 
 	readyCtx, cancel := context.WithTimeout(ctx, startupTimeout)

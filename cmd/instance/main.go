@@ -130,7 +130,7 @@ func postgresReplication(name, bootstrapAs, cloneFrom string, clonePort int, pas
 	if err != nil {
 		return postgres.Replication{}, err
 	}
-	r := postgres.Replication{Port: clonePort, SlotName: postgres.SlotName(role.name), Password: role.password}
+	r := postgres.Replication{Port: clonePort, SlotName: layout.SlotName(role.name), Password: role.password}
 	if role.replica {
 		r.CloneFrom = cloneFrom
 	}

@@ -10,8 +10,6 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/dbpilot/dbpilot/instance/layout"
 )
 
 // ReplicationUser is the role replicas stream as.
@@ -32,9 +30,6 @@ type Replication struct {
 	// so the primary keeps the WAL this replica has not received yet.
 	SlotName string
 }
-
-// SlotName turns an instance name (a pod name) into a slot name.
-func SlotName(instance string) string { return layout.SlotName(instance) }
 
 // BasebackupArgs are pg_basebackup's arguments to clone the primary into
 // dataDir: WAL streamed during the copy, the standby configuration written
