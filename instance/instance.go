@@ -130,14 +130,15 @@ const startupTimeout = 10 * time.Minute
 // applies the credentials and supervises it until ctx ends (the pod is
 // stopping: the engine is shut down cleanly) or the engine exits (an error,
 // so the container exits and the kubelet restarts it).
-func Run(ctx context.Context, engine Engine, files CredentialFiles, probes Probes, log *slog.Logger) error {
+func Run(ctx context.Context, engine Engine, files CredentialFiles, probes Probes, membership Membership, log *slog.Logger) error {
 	creds, err := ReadCredentials(files.Dir, files.MonitoringPasswordFile)
 	if err != nil {
 		return err
 	}
 	// Probes are answered from the start: alive while bootstrapping, ready
 	// only once the engine accepts sessions with the credentials applied.
-	endpoints := &probeServer{engine: engine, maxReplicaLag: probes.MaxReplicaLag}
+	demote := make(chan demotion)
+	endpoints := &probeServer{engine: engine, maxReplicaLag: probes.MaxReplicaLag, membership: membership, demote: demote}
 	if err := endpoints.start(probes.Address); err != nil {
 		return err
 	}
@@ -195,6 +196,34 @@ func Run(ctx context.Context, engine Engine, files CredentialFiles, probes Probe
 		return fmt.Errorf("the replica's data was emptied to be cloned again: %s", why)
 	}
 
+	// A primary the operator replaced while it was away stops taking
+	// writes and follows the new primary.
+	watchCtx, stopWatchingDesignation := context.WithCancel(ctx)
+	defer stopWatchingDesignation()
+	go watchDesignation(watchCtx, membership, engine, demote)
+	demoteNow := func(req demotion) error {
+		log.Info("demoting this primary to a replica", "why", req.why)
+		demoter, ok := engine.(Demoter)
+		if !ok {
+			err := errors.New("this engine cannot be demoted")
+			req.done <- demoted{err: err}
+			return err
+		}
+		var stopErr error
+		position, err := demoter.Demote(ctx, func() error {
+			stopErr = stop("demotion")
+			return nil
+		})
+		if err == nil && stopErr != nil {
+			log.Info("the engine's stop reported an error", "error", exitDescription(stopErr))
+		}
+		req.done <- demoted{position: position, err: err}
+		if err != nil {
+			return fmt.Errorf("demotion: %w", err)
+		}
+		return fmt.Errorf("demoted (%s): the next start follows the designated primary", req.why)
+	}
+
 	readyCtx, cancel := context.WithTimeout(ctx, startupTimeout)
 	ready := make(chan error, 1)
 	go func() { ready <- WaitFor(readyCtx, engine.Ping) }()
@@ -227,6 +256,8 @@ func Run(ctx context.Context, engine Engine, files CredentialFiles, probes Probe
 			return fmt.Errorf("engine exited: %s", exitDescription(err))
 		case why := <-unusable:
 			return discard(why)
+		case req := <-demote:
+			return demoteNow(req)
 		case <-ctx.Done():
 			if err := stop("shutdown requested"); err != nil {
 				return fmt.Errorf("engine shutdown: %s", exitDescription(err))

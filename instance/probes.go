@@ -20,8 +20,11 @@ import (
 type probeServer struct {
 	engine        Engine
 	maxReplicaLag time.Duration
-	usersApplied  atomic.Bool
-	server        *http.Server
+	membership    Membership
+	// demote carries the operator's demotion requests to the supervisor.
+	demote       chan demotion
+	usersApplied atomic.Bool
+	server       *http.Server
 }
 
 func (p *probeServer) setUsersApplied() { p.usersApplied.Store(true) }
@@ -37,6 +40,12 @@ func (p *probeServer) start(addr string) error {
 	})
 	mux.HandleFunc("GET "+layout.ReadinessPath, p.readiness)
 	mux.HandleFunc("GET "+layout.StatusPath, p.statusHandler)
+	if promoter, ok := p.engine.(Promoter); ok {
+		mux.Handle("POST "+layout.PromotePath, RequireToken(p.token, promoteHandler(promoter)))
+	}
+	if _, ok := p.engine.(Demoter); ok {
+		mux.Handle("POST "+layout.DemotePath, RequireToken(p.token, demoteHandler(p.demote)))
+	}
 	if actions, ok := p.engine.(ActionServer); ok {
 		for pattern, handler := range actions.Actions() {
 			mux.Handle(pattern, handler)
@@ -45,6 +54,14 @@ func (p *probeServer) start(addr string) error {
 	p.server = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() { _ = p.server.Serve(listener) }()
 	return nil
+}
+
+// token is what the operator's requests must carry; "" refuses them all.
+func (p *probeServer) token() string {
+	if p.membership.Token == nil {
+		return ""
+	}
+	return p.membership.Token()
 }
 
 func (p *probeServer) readiness(w http.ResponseWriter, r *http.Request) {

@@ -34,6 +34,11 @@ func (p *probeServer) statusHandler(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	status.CredentialsApplied = p.usersApplied.Load()
+	if p.membership.DesignationDir != "" {
+		if d, err := ReadDesignation(p.membership.DesignationDir); err == nil {
+			status.DesignatedPrimary, status.Epoch = d.Primary, d.Epoch
+		}
+	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(status)
 }

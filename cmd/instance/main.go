@@ -83,7 +83,8 @@ func run(args []string, log *slog.Logger) error {
 	probeAddress := flags.String("probe-address", ":"+strconv.Itoa(layout.ProbePort), "where the kubelet's probes (/healthz, /readyz) are answered")
 	maxReplicaLag := flags.Duration("max-replica-lag", 30*time.Second, "a replica further behind its primary is not ready (leaves the -ro Service) until it catches up; 0: no bound")
 	instanceName := flags.String("instance-name", "", "this instance's name (default: the host name, which is the pod name)")
-	bootstrapAs := flags.String("bootstrap", "auto", "what an empty data directory becomes: primary, replica, or auto (the instance of ordinal 0 a primary, the others replicas)")
+	bootstrapAs := flags.String("bootstrap", "auto", "without --designation-dir, what this instance is: primary, replica, or auto (the instance of ordinal 0 a primary, the others replicas)")
+	designationDir := flags.String("designation-dir", "", "the designation files (which instance is the primary, and the epoch): this instance is a replica unless they name it")
 	cloneFrom := flags.String("clone-from", "", "PostgreSQL: the primary's host a replica clones and streams from")
 	clonePort := flags.Int("clone-port", 0, "the primary's engine port (default the engine's)")
 	cloneInstancePort := flags.Int("clone-instance-port", layout.ProbePort, "MariaDB: the port of the primary's instance program, which streams the backup a replica clones")
@@ -92,26 +93,29 @@ func run(args []string, log *slog.Logger) error {
 	if err := flags.Parse(args); err != nil {
 		return err
 	}
+	r, err := readRole(*instanceName, *bootstrapAs, *designationDir, *cloneFrom, *replicationPasswordFile)
+	if err != nil {
+		return err
+	}
 	var engine instance.Engine
 	switch *engineName {
 	case "postgres":
-		replication, err := postgresReplication(*instanceName, *bootstrapAs, *cloneFrom, *clonePort, *replicationPasswordFile)
-		if err != nil {
-			return err
+		replication := postgres.Replication{PrimaryHost: *cloneFrom, Port: *clonePort, SlotName: layout.SlotName(r.name), Password: r.password}
+		if r.replica {
+			replication.CloneFrom = *cloneFrom
 		}
 		engine = &postgres.Engine{DataDir: *dataDir, ConfigFile: *configFile, SocketDir: *socket, Port: *port, ExtraArgs: flags.Args(), Replication: replication}
 	case string(mysql.MariaDB), string(mysql.MySQL):
-		role, err := readRole(*instanceName, *bootstrapAs, *cloneFrom, *replicationPasswordFile)
-		if err != nil {
-			return err
-		}
-		replication := mysql.Replication{Port: *clonePort, InstancePort: *cloneInstancePort, Password: role.password, ServerID: role.ordinal + 1}
-		if role.replica {
+		replication := mysql.Replication{PrimaryHost: *cloneFrom, Port: *clonePort, InstancePort: *cloneInstancePort, Password: r.password, ServerID: r.ordinal + 1}
+		if r.replica {
 			replication.CloneFrom = *cloneFrom
 		}
 		engine = &mysql.Engine{Flavor: mysql.Flavor(*engineName), DataDir: *dataDir, Socket: *socket, DefaultsFile: *defaultsFile, ExtraArgs: flags.Args(), Replication: replication}
 	default:
 		return fmt.Errorf("--engine: %q is not postgres, mariadb or mysql", *engineName)
+	}
+	if err := refuseNewPrimary(engine, r); err != nil {
+		return err
 	}
 	if *dataDir == "" || *socket == "" {
 		return errors.New("--data-dir and --socket are required")
@@ -120,35 +124,25 @@ func run(args []string, log *slog.Logger) error {
 	defer stop()
 	files := instance.CredentialFiles{Dir: *credentialsDir, MonitoringPasswordFile: *monitoringPasswordFile}
 	probes := instance.Probes{Address: *probeAddress, MaxReplicaLag: *maxReplicaLag}
-	return instance.Run(ctx, engine, files, probes, log.With("engine", *engineName))
+	membership := instance.Membership{Self: r.name, DesignationDir: *designationDir, Token: func() string { return r.password }}
+	return instance.Run(ctx, engine, files, probes, membership, log.With("engine", *engineName))
 }
 
-// postgresReplication reads the replication settings. An empty data
-// directory of a replica clones the primary; of a primary, runs initdb.
-func postgresReplication(name, bootstrapAs, cloneFrom string, clonePort int, passwordFile string) (postgres.Replication, error) {
-	role, err := readRole(name, bootstrapAs, cloneFrom, passwordFile)
-	if err != nil {
-		return postgres.Replication{}, err
-	}
-	r := postgres.Replication{Port: clonePort, SlotName: layout.SlotName(role.name), Password: role.password}
-	if role.replica {
-		r.CloneFrom = cloneFrom
-	}
-	return r, nil
-}
-
-// role is what this instance is when its data directory is empty.
+// role is what this instance is.
 type role struct {
-	name     string
-	ordinal  int
-	replica  bool
+	name    string
+	ordinal int
+	replica bool
+	// epoch is the designation's epoch; 0 without one.
+	epoch    int64
 	password string
 }
 
-// readRole decides whether an empty data directory becomes a primary or a
-// replica: with --bootstrap=auto, the instance of ordinal 0 (its name, the
-// pod's, ends in -0) is the primary and the others are replicas.
-func readRole(name, bootstrapAs, cloneFrom, passwordFile string) (role, error) {
+// readRole decides whether this instance is the primary or a replica: the
+// one the designation files name is the primary; without them,
+// --bootstrap decides (auto: the instance of ordinal 0, its name ending in
+// -0, is the primary).
+func readRole(name, bootstrapAs, designationDir, cloneFrom, passwordFile string) (role, error) {
 	if name == "" {
 		host, err := os.Hostname()
 		if err != nil {
@@ -169,11 +163,17 @@ func readRole(name, bootstrapAs, cloneFrom, passwordFile string) (role, error) {
 		}
 		r.password = strings.TrimRight(string(data), "\n")
 	}
-	switch bootstrapAs {
-	case "primary":
-	case "replica":
+	switch {
+	case designationDir != "":
+		d, err := instance.ReadDesignation(designationDir)
+		if err != nil {
+			return r, err
+		}
+		r.replica, r.epoch = d.Primary != name, d.Epoch
+	case bootstrapAs == "primary":
+	case bootstrapAs == "replica":
 		r.replica = true
-	case "auto":
+	case bootstrapAs == "auto":
 		r.replica = r.ordinal != 0
 	default:
 		return r, fmt.Errorf("--bootstrap: %q is not primary, replica or auto", bootstrapAs)
@@ -182,4 +182,20 @@ func readRole(name, bootstrapAs, cloneFrom, passwordFile string) (role, error) {
 		return r, errors.New("a replica needs --clone-from")
 	}
 	return r, nil
+}
+
+// refuseNewPrimary refuses to bootstrap a new, empty primary once the
+// Database has failed over or switched over (epoch above 1): the designated
+// primary had data, and creating an empty database in its place would hide
+// that it was lost.
+func refuseNewPrimary(engine instance.Engine, r role) error {
+	if r.replica || r.epoch <= 1 {
+		return nil
+	}
+	initialized, err := engine.Initialized()
+	if err != nil || initialized {
+		return err
+	}
+	return fmt.Errorf("this instance is designated the primary (epoch %d) but its data directory is empty: "+
+		"refusing to create an empty database in place of the one it held; restore its volume, or designate another instance", r.epoch)
 }

@@ -14,6 +14,8 @@ const (
 	KeyUsername            = "username"
 	KeyPassword            = "password"
 	KeySuperuserPassword   = "superuser-password"
+	KeyPrimary             = "primary"
+	KeyEpoch               = "epoch"
 )
 
 // Paths in a database pod.
@@ -28,6 +30,10 @@ const (
 	CredentialsDir = "/dbpilot/credentials"
 	// ReplicationDir holds the replication Secret as files.
 	ReplicationDir = "/dbpilot/replication"
+	// DesignationDir holds the Database's designation ConfigMap as files:
+	// KeyPrimary names the instance that is to be the primary, KeyEpoch
+	// counts the designations (every failover and switchover adds one).
+	DesignationDir = "/dbpilot/designation"
 	// ProgramInOperatorImage is where the operator's image keeps the
 	// instance program.
 	ProgramInOperatorImage = "/instance"
@@ -54,7 +60,30 @@ const (
 	// password as a bearer token, makes a PostgreSQL primary drop the
 	// physical slots it names that no replica streams from.
 	DropSlotsPath = "/replication/slots/drop"
+	// PromotePath, POSTed a PromoteRequest with the replication password
+	// as a bearer token, makes a replica the primary.
+	PromotePath = "/promote"
+	// DemotePath, POSTed with the replication password as a bearer token,
+	// makes a primary stop cleanly and turn its data into a replica's: the
+	// program exits, and its next start follows the designated primary. It
+	// answers a DemoteResponse once the engine has stopped.
+	DemotePath = "/demote"
 )
+
+// PromoteRequest asks a replica to become the primary.
+type PromoteRequest struct {
+	// Slots are the physical replication slots (PostgreSQL) the new
+	// primary creates for the other instances, so they keep streaming
+	// through their own.
+	Slots []string `json:"slots,omitempty"`
+}
+
+// DemoteResponse is where a demoted primary's data ends.
+type DemoteResponse struct {
+	// Position is the last WAL position (PostgreSQL) or GTID position
+	// (MariaDB, MySQL) the stopped primary wrote.
+	Position string `json:"position"`
+}
 
 // DropSlotsRequest names the slots of replicas that no longer exist.
 type DropSlotsRequest struct {
@@ -106,6 +135,11 @@ type InstanceStatus struct {
 	Version string `json:"version,omitempty"`
 	// Slots are a PostgreSQL primary's physical replication slots.
 	Slots []string `json:"slots,omitempty"`
+	// DesignatedPrimary is the primary the instance's designation files
+	// name, and Epoch their epoch: the kubelet updates the files some time
+	// after the ConfigMap changes.
+	DesignatedPrimary string `json:"designatedPrimary,omitempty"`
+	Epoch             int64  `json:"epoch,omitempty"`
 	// CredentialsApplied is true once the users match the Secret.
 	CredentialsApplied bool `json:"credentialsApplied"`
 }

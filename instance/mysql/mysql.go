@@ -232,6 +232,9 @@ func (e *Engine) EnsureUsers(ctx context.Context, creds instance.Credentials) er
 		if err := e.startReplica(ctx, db); err != nil {
 			return err
 		}
+		if err := e.startRejoin(ctx, db); err != nil {
+			return err
+		}
 		replica, _, _, err := replicaState(ctx, db)
 		if err != nil {
 			return err

@@ -36,6 +36,9 @@ type Replication struct {
 	// instance program, then replicates by GTID. Empty: the instance
 	// bootstraps as a primary.
 	CloneFrom string
+	// PrimaryHost is the read-write Service's host, which a replica
+	// follows; a demoted primary rejoins there.
+	PrimaryHost string
 	// Port is the primary's MariaDB port.
 	Port int
 	// InstancePort is the port of the primary's instance program.
@@ -171,9 +174,17 @@ func ReplicaStatements(r Replication, gtid string) []Statement {
 		{"setting the replica's GTID position", "SET GLOBAL gtid_slave_pos = " + quoteString(gtid)},
 		{"pointing the replica at its primary", fmt.Sprintf(
 			"CHANGE MASTER TO MASTER_HOST=%s, MASTER_PORT=%d, MASTER_USER=%s, MASTER_PASSWORD=%s, MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=5",
-			quoteString(r.CloneFrom), r.port(), quoteString(ReplicationUser), quoteString(r.Password))},
+			quoteString(r.primaryHost()), r.port(), quoteString(ReplicationUser), quoteString(r.Password))},
 		{"starting replication", "START SLAVE"},
 	}
+}
+
+// primaryHost is where a replica replicates from.
+func (r Replication) primaryHost() string {
+	if r.PrimaryHost != "" {
+		return r.PrimaryHost
+	}
+	return r.CloneFrom
 }
 
 func (r Replication) port() int {
@@ -253,7 +264,7 @@ const masterInfoFile = "master.info"
 // read-only and reports itself a replica from its first second, so it never
 // takes a write or looks like a second primary while it starts.
 func (e *Engine) hasReplicaData() bool {
-	for _, name := range []string{cloneGTIDFile, masterInfoFile} {
+	for _, name := range []string{cloneGTIDFile, masterInfoFile, rejoinFile} {
 		if _, err := os.Stat(filepath.Join(e.DataDir, name)); err == nil {
 			return true
 		}

@@ -29,7 +29,17 @@ const standbySignal = "standby.signal"
 // the data as it is.
 func (e *Engine) PrepareData(ctx context.Context, log *slog.Logger) error {
 	if _, err := os.Stat(filepath.Join(e.DataDir, standbySignal)); err != nil {
-		return nil // empty, or a primary's data
+		initialized, err := e.Initialized()
+		if err != nil || !initialized || e.Replication.CloneFrom == "" {
+			return err // empty, or the designated primary's data
+		}
+		// A primary's data on an instance designated a replica: the
+		// operator chose another primary while this one was away. It
+		// becomes a replica of the new primary, if its data can follow.
+		log.Info("this instance's data is a primary's, and another instance is designated the primary: it becomes a replica")
+		if err := e.writeStandbyConfig(); err != nil {
+			return fmt.Errorf("making the former primary's data a replica's: %w", err)
+		}
 	}
 	why, err := e.replicaProblem(ctx)
 	if err != nil || why == "" {

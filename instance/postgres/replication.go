@@ -21,6 +21,9 @@ type Replication struct {
 	// clones the primary with pg_basebackup and streams from it. Empty: the
 	// instance bootstraps as a primary (initdb).
 	CloneFrom string
+	// PrimaryHost is the read-write Service's host, which a replica
+	// follows; a demoted primary's data is pointed there.
+	PrimaryHost string
 	// Port is the primary's port.
 	Port int
 	// Password is the replication user's password; without one, no replica

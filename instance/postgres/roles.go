@@ -1,0 +1,125 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/dbpilot/dbpilot/instance"
+	"github.com/dbpilot/dbpilot/instance/layout"
+)
+
+var (
+	_ instance.Promoter = (*Engine)(nil)
+	_ instance.Demoter  = (*Engine)(nil)
+)
+
+// Promote ends the replica's recovery, once it has replayed the WAL it
+// received, and creates the slots the other instances stream through.
+func (e *Engine) Promote(ctx context.Context, req layout.PromoteRequest) error {
+	conn, err := e.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	recovering, err := inRecovery(ctx, conn)
+	if err != nil {
+		return err
+	}
+	if recovering {
+		var promoted bool
+		if err := conn.QueryRow(ctx, "SELECT pg_promote(true, 60)").Scan(&promoted); err != nil {
+			return fmt.Errorf("pg_promote: %w", err)
+		}
+		if !promoted {
+			return errors.New("the promotion did not finish within 60 s")
+		}
+	}
+	for _, slot := range req.Slots {
+		if slot != layout.SlotName(slot) {
+			return fmt.Errorf("%q is not a slot name", slot)
+		}
+		if _, err := conn.Exec(ctx, `SELECT pg_create_physical_replication_slot($1, true)
+WHERE NOT EXISTS (SELECT 1 FROM pg_replication_slots WHERE slot_name = $1)`, slot); err != nil {
+			return fmt.Errorf("creating slot %s: %w", slot, err)
+		}
+	}
+	return nil
+}
+
+// Demote stops the primary with a fast shutdown (its WAL senders send the
+// replicas everything up to the shutdown checkpoint before it exits) and
+// makes its data a replica's, which follows the designated primary on the
+// next start.
+func (e *Engine) Demote(ctx context.Context, stop func() error) (string, error) {
+	if err := stop(); err != nil {
+		return "", err
+	}
+	if err := e.writeStandbyConfig(); err != nil {
+		return "", err
+	}
+	control, err := e.controlData(ctx)
+	if err != nil {
+		return "", err
+	}
+	return formatLSN(control.position), nil
+}
+
+// standbySettings are the settings writeStandbyConfig owns in
+// postgresql.auto.conf.
+var standbySettings = []string{"primary_conninfo", "primary_slot_name"}
+
+// writeStandbyConfig makes the stopped data directory a replica's: the
+// standby signal, and the primary's address and this instance's slot in
+// postgresql.auto.conf (mode 0600, like the rest of PGDATA: it holds the
+// replication password, as pg_basebackup's own configuration does).
+func (e *Engine) writeStandbyConfig() error {
+	r := e.Replication
+	if r.PrimaryHost == "" {
+		return errors.New("a replica needs the primary's host")
+	}
+	path := filepath.Join(e.DataDir, "postgresql.auto.conf")
+	existing, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	if err := os.WriteFile(path, []byte(StandbyConfig(string(existing), r)), 0o600); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(e.DataDir, standbySignal), nil, 0o600)
+}
+
+// StandbyConfig is postgresql.auto.conf with the standby settings of r in
+// place of any earlier ones.
+func StandbyConfig(existing string, r Replication) string {
+	var lines []string
+	for _, line := range strings.Split(existing, "\n") {
+		name, _, _ := strings.Cut(strings.TrimSpace(line), "=")
+		name = strings.TrimSpace(name)
+		if line == "" || slices.Contains(standbySettings, name) {
+			continue
+		}
+		lines = append(lines, line)
+	}
+	conninfo := strings.Join([]string{
+		"host=" + conninfoValue(r.PrimaryHost),
+		"port=" + strconv.Itoa(r.port()),
+		"user=" + ReplicationUser,
+		"password=" + conninfoValue(r.Password),
+		"application_name=" + conninfoValue(r.SlotName),
+	}, " ")
+	lines = append(lines,
+		"primary_conninfo = "+literal(conninfo),
+		"primary_slot_name = "+literal(r.SlotName))
+	return strings.Join(lines, "\n") + "\n"
+}
+
+// conninfoValue quotes a libpq connection string value.
+func conninfoValue(s string) string {
+	return "'" + strings.NewReplacer(`\`, `\\`, "'", `\'`).Replace(s) + "'"
+}

@@ -1,0 +1,208 @@
+package instance_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/dbpilot/dbpilot/instance/layout"
+)
+
+// post sends an operator request to an instance program with the token
+// and returns the answer.
+func (p *program) post(t *testing.T, path, token string, body any) (int, string) {
+	t.Helper()
+	data, _ := json.Marshal(body)
+	req, _ := http.NewRequest(http.MethodPost, strings.Replace(p.probe, "/readyz", path, 1), bytes.NewReader(data))
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := (&http.Client{Timeout: 3 * time.Minute}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	answer, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, strings.TrimSpace(string(answer))
+}
+
+// designate writes designation files, as the kubelet projects the
+// designation ConfigMap.
+func designate(t *testing.T, u osUser, dir, primary string, epoch int) {
+	t.Helper()
+	u.writeFile(t, filepath.Join(dir, layout.KeyPrimary), primary)
+	u.writeFile(t, filepath.Join(dir, layout.KeyEpoch), strconv.Itoa(epoch))
+}
+
+// TestPostgresRolesMove moves the primary between two PostgreSQL instances
+// the ways the operator does: a switchover (the primary demoted on request,
+// the replica promoted once it has everything, the former primary following
+// it without a new clone), and a failover while the former primary still
+// ran (it demotes itself when its designation names another, and clones
+// again because it wrote what the new primary never received). Promotion
+// and demotion need the replication password; an empty data directory
+// designated the primary after a failover is refused.
+func TestPostgresRolesMove(t *testing.T) {
+	pg := lookup(t, "postgres")
+	ctx := context.Background()
+	path := "/usr/lib/postgresql/15/bin:/usr/bin:/bin"
+	ports, args, designations := map[string]int{}, map[string][]string{}, map[string]string{}
+	for _, name := range []string{"db-0", "db-1"} {
+		dir := pg.workDir(t)
+		creds := pg.mkdir(t, filepath.Join(dir, "credentials"))
+		sockets := pg.mkdir(t, filepath.Join(dir, "run"))
+		designations[name] = pg.mkdir(t, filepath.Join(dir, "designation"))
+		designate(t, pg, designations[name], "db-0", 1)
+		credentials(t, pg, creds, "shop", "app-pass", "super-pass")
+		pg.writeFile(t, filepath.Join(dir, "replication-password"), "repl-pass")
+		ports[name] = freePort(t)
+		pg.writeFile(t, filepath.Join(dir, "postgresql.conf"), fmt.Sprintf(
+			"listen_addresses = '127.0.0.1'\nport = %d\nunix_socket_directories = '%s'\nshared_buffers = 32MB\nhot_standby = on\nwal_keep_size = 64MB\n", ports[name], sockets))
+		args[name] = []string{"--engine=postgres", "--data-dir=" + filepath.Join(dir, "pgdata"),
+			"--config-file=" + filepath.Join(dir, "postgresql.conf"), "--socket=" + sockets,
+			"--port=" + strconv.Itoa(ports[name]), "--credentials-dir=" + creds,
+			"--instance-name=" + name, "--replication-password-file=" + filepath.Join(dir, "replication-password"),
+			"--designation-dir=" + designations[name], "--clone-from=127.0.0.1"}
+	}
+	// following is an instance's arguments with the primary it follows.
+	following := func(name, primary string) []string {
+		return append(append([]string{}, args[name]...), "--clone-port="+strconv.Itoa(ports[primary]))
+	}
+	db0 := start(t, pg, path, following("db-0", "db-1")...)
+	db1 := start(t, pg, path, following("db-1", "db-0")...)
+	app, err := pgConnect(ctx, ports["db-0"], "shop", "app-pass", "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := app.Exec(ctx, "CREATE TABLE orders AS SELECT g AS id FROM generate_series(1, 1000) g"); err != nil {
+		t.Fatal(err)
+	}
+	app.Close(ctx)
+	rows := func(name string) func() (int, error) {
+		return func() (int, error) {
+			conn, err := pgConnect(ctx, ports[name], "shop", "app-pass", "shop")
+			if err != nil {
+				return 0, err
+			}
+			defer conn.Close(ctx)
+			var n int
+			err = conn.QueryRow(ctx, "SELECT count(*) FROM orders").Scan(&n)
+			return n, err
+		}
+	}
+	expectRows := func(name string, want int) {
+		t.Helper()
+		eventually(t, 30*time.Second, fmt.Sprintf("%s has %d rows", name, want), func() error {
+			n, err := rows(name)()
+			if err == nil && n != want {
+				err = fmt.Errorf("%d rows", n)
+			}
+			return err
+		})
+	}
+	write := func(name, stmt string) {
+		t.Helper()
+		conn, err := pgConnect(ctx, ports[name], "shop", "app-pass", "shop")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(ctx)
+		if _, err := conn.Exec(ctx, stmt); err != nil {
+			t.Fatalf("writing on %s: %v", name, err)
+		}
+	}
+	expectRows("db-1", 1000)
+
+	for _, token := range []string{"", "wrong"} {
+		if code, _ := db1.post(t, layout.PromotePath, token, layout.PromoteRequest{}); code != http.StatusUnauthorized {
+			t.Errorf("promoting with token %q: %d, want 401", token, code)
+		}
+		if code, _ := db0.post(t, layout.DemotePath, token, nil); code != http.StatusUnauthorized {
+			t.Errorf("demoting with token %q: %d, want 401", token, code)
+		}
+	}
+
+	// Switchover: db-0 demoted, db-1 promoted once it has db-0's last WAL.
+	designate(t, pg, designations["db-0"], "db-1", 2)
+	designate(t, pg, designations["db-1"], "db-1", 2)
+	code, answer := db0.post(t, layout.DemotePath, "repl-pass", nil)
+	var demoted layout.DemoteResponse
+	if code != http.StatusOK || json.Unmarshal([]byte(answer), &demoted) != nil || demoted.Position == "" {
+		t.Fatalf("demoting db-0: %d %s", code, answer)
+	}
+	if err := db0.waitExit(t, time.Minute); err == nil || !strings.Contains(db0.printed(), "demoted") {
+		t.Errorf("the demoted primary's program did not exit saying so (%v)", err)
+	}
+	admin1, err := pgConnect(ctx, ports["db-1"], "postgres", "super-pass", "postgres")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var received bool
+	if err := admin1.QueryRow(ctx, "SELECT pg_last_wal_receive_lsn() > $1::pg_lsn", demoted.Position).Scan(&received); err != nil || !received {
+		t.Errorf("db-1 did not receive db-0's WAL up to %s before the promotion (%v)", demoted.Position, err)
+	}
+	if code, answer := db1.post(t, layout.PromotePath, "repl-pass", layout.PromoteRequest{Slots: []string{"db_0"}}); code != http.StatusOK {
+		t.Fatalf("promoting db-1: %d %s", code, answer)
+	}
+	if role := db1.status(t)["role"]; role != "primary" {
+		t.Errorf("db-1 reports %v after its promotion", role)
+	}
+	write("db-1", "INSERT INTO orders SELECT g FROM generate_series(1001, 1500) g")
+	db0 = start(t, pg, path, following("db-0", "db-1")...)
+	if out := db0.printed(); strings.Contains(out, recloneMessage) {
+		t.Errorf("the cleanly demoted primary cloned again:\n%s", out)
+	}
+	expectRows("db-0", 1500)
+	var slot string
+	if err := admin1.QueryRow(ctx, "SELECT slot_name FROM pg_replication_slots WHERE active").Scan(&slot); err != nil || slot != "db_0" {
+		t.Errorf("db-0 does not stream through its slot on the new primary: %q %v", slot, err)
+	}
+	admin1.Close(ctx)
+
+	// Failover while db-1 still runs: db-0 is promoted and db-1, cut off,
+	// takes a write db-0 never receives. Once its designation names db-0 it
+	// demotes itself; its next start finds it diverged and clones db-0.
+	designate(t, pg, designations["db-0"], "db-0", 3)
+	if code, answer := db0.post(t, layout.PromotePath, "repl-pass", layout.PromoteRequest{Slots: []string{"db_1"}}); code != http.StatusOK {
+		t.Fatalf("promoting db-0: %d %s", code, answer)
+	}
+	write("db-0", "INSERT INTO orders SELECT g FROM generate_series(1501, 1600) g")
+	write("db-1", "INSERT INTO orders VALUES (-1)")
+	designate(t, pg, designations["db-1"], "db-0", 3)
+	if err := db1.waitExit(t, 30*time.Second); err == nil || !strings.Contains(db1.printed(), "the designation (epoch 3) names db-0") {
+		t.Errorf("the replaced primary did not demote itself (%v):\n%s", err, db1.printed())
+	}
+	db1 = start(t, pg, path, following("db-1", "db-0")...)
+	if out := db1.printed(); !strings.Contains(out, "diverged") || !strings.Contains(out, recloneMessage) {
+		t.Errorf("the diverged former primary did not clone again:\n%s", out)
+	}
+	expectRows("db-1", 1600)
+	conn, err := pgConnect(ctx, ports["db-1"], "shop", "app-pass", "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lost int
+	if err := conn.QueryRow(ctx, "SELECT count(*) FROM orders WHERE id = -1").Scan(&lost); err != nil || lost != 0 {
+		t.Errorf("the diverged write survived on the replica: %d %v", lost, err)
+	}
+	conn.Close(ctx)
+	db1.stop(t)
+	db0.stop(t)
+
+	// An empty data directory designated the primary after a failover is
+	// refused, not initialized.
+	empty := pg.workDir(t)
+	refused := launch(t, pg, path, append(following("db-0", "db-1"),
+		"--data-dir="+filepath.Join(empty, "pgdata"), "--designation-dir="+designations["db-0"])...)
+	if err := refused.waitExit(t, 30*time.Second); err == nil || !strings.Contains(refused.printed(), "refusing to create an empty database") {
+		t.Errorf("an empty designated primary was not refused (%v):\n%s", err, refused.printed())
+	}
+}
