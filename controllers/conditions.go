@@ -29,6 +29,11 @@ type observation struct {
 	degradingErr error
 	// instances are the instance programs' reports, by pod name.
 	instances map[string]layout.InstanceStatus
+	// primary is the designated primary's pod name.
+	primary string
+	// failingOver is the FailingOver condition this pass sets; nil keeps
+	// the stored one.
+	failingOver *metav1.Condition
 }
 
 // podReady reports whether the pod's Ready condition is True.
@@ -42,9 +47,9 @@ func podReady(pod *corev1.Pod) bool {
 }
 
 // primaryPod returns the primary pod, or nil.
-func primaryPod(db *dbpilotv1alpha1.Database, pods []corev1.Pod) *corev1.Pod {
+func primaryPod(name string, pods []corev1.Pod) *corev1.Pod {
 	for i := range pods {
-		if pods[i].Name == db.PrimaryPodName() && pods[i].DeletionTimestamp.IsZero() {
+		if pods[i].Name == name && pods[i].DeletionTimestamp.IsZero() {
 			return &pods[i]
 		}
 	}
@@ -116,13 +121,13 @@ func buildConditions(db *dbpilotv1alpha1.Database, obs observation, current []me
 		})
 	}
 
-	primary := primaryPod(db, obs.pods)
+	primary := primaryPod(obs.primary, obs.pods)
 	if primary != nil && podReady(primary) {
 		set(dbpilotv1alpha1.ConditionAvailable, metav1.ConditionTrue, dbpilotv1alpha1.ReasonPrimaryReady,
 			fmt.Sprintf("Primary %s accepts connections through %s", primary.Name, db.ReadWriteServiceName()))
 	} else {
 		set(dbpilotv1alpha1.ConditionAvailable, metav1.ConditionFalse, dbpilotv1alpha1.ReasonPrimaryNotReady,
-			fmt.Sprintf("Primary %s is not ready", db.PrimaryPodName()))
+			fmt.Sprintf("Primary %s is not ready", obs.primary))
 	}
 
 	isRolling, reason, message := rolling(db, obs.statefulSet)

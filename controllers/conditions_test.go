@@ -65,37 +65,37 @@ func TestBuildConditions(t *testing.T) {
 		},
 		{
 			name: "running", db: testDatabase(2),
-			obs:       observation{statefulSet: sts(2, 2, 2, "a", "a"), pods: []corev1.Pod{pod("db-0", true, old), pod("db-1", true, old)}},
+			obs:       observation{primary: "db-0", statefulSet: sts(2, 2, 2, "a", "a"), pods: []corev1.Pod{pod("db-0", true, old), pod("db-1", true, old)}},
 			available: metav1.ConditionTrue, progressing: metav1.ConditionFalse, degraded: metav1.ConditionFalse,
 			progressingReason: dbpilotv1alpha1.ReasonReconciled, degradedReason: dbpilotv1alpha1.ReasonAsExpected, phase: "Running",
 		},
 		{
 			name: "scaling up", db: testDatabase(3),
-			obs:       observation{statefulSet: sts(2, 2, 2, "a", "a"), pods: []corev1.Pod{pod("db-0", true, old), pod("db-1", true, old)}},
+			obs:       observation{primary: "db-0", statefulSet: sts(2, 2, 2, "a", "a"), pods: []corev1.Pod{pod("db-0", true, old), pod("db-1", true, old)}},
 			available: metav1.ConditionTrue, progressing: metav1.ConditionTrue, degraded: metav1.ConditionFalse,
 			progressingReason: dbpilotv1alpha1.ReasonScaling, degradedReason: dbpilotv1alpha1.ReasonAsExpected, phase: "Updating",
 		},
 		{
 			name: "rolling a tier change", db: testDatabase(3),
-			obs:       observation{statefulSet: sts(3, 3, 1, "a", "b"), pods: []corev1.Pod{pod("db-0", true, old), pod("db-1", true, old), pod("db-2", true, recent)}},
+			obs:       observation{primary: "db-0", statefulSet: sts(3, 3, 1, "a", "b"), pods: []corev1.Pod{pod("db-0", true, old), pod("db-1", true, old), pod("db-2", true, recent)}},
 			available: metav1.ConditionTrue, progressing: metav1.ConditionTrue, degraded: metav1.ConditionFalse,
 			progressingReason: dbpilotv1alpha1.ReasonRollingUpdate, degradedReason: dbpilotv1alpha1.ReasonAsExpected, phase: "Updating",
 		},
 		{
 			name: "replica stuck not ready", db: testDatabase(2),
-			obs:       observation{statefulSet: sts(2, 1, 2, "a", "a"), pods: []corev1.Pod{pod("db-0", true, old), pod("db-1", false, old)}},
+			obs:       observation{primary: "db-0", statefulSet: sts(2, 1, 2, "a", "a"), pods: []corev1.Pod{pod("db-0", true, old), pod("db-1", false, old)}},
 			available: metav1.ConditionTrue, progressing: metav1.ConditionTrue, degraded: metav1.ConditionTrue,
 			progressingReason: dbpilotv1alpha1.ReasonScaling, degradedReason: dbpilotv1alpha1.ReasonReplicasNotReady, phase: "Degraded",
 		},
 		{
 			name: "replica starting is not degraded", db: testDatabase(2),
-			obs:       observation{statefulSet: sts(2, 1, 2, "a", "a"), pods: []corev1.Pod{pod("db-0", true, old), pod("db-1", false, recent)}},
+			obs:       observation{primary: "db-0", statefulSet: sts(2, 1, 2, "a", "a"), pods: []corev1.Pod{pod("db-0", true, old), pod("db-1", false, recent)}},
 			available: metav1.ConditionTrue, progressing: metav1.ConditionTrue, degraded: metav1.ConditionFalse,
 			progressingReason: dbpilotv1alpha1.ReasonScaling, degradedReason: dbpilotv1alpha1.ReasonAsExpected, phase: "Updating",
 		},
 		{
 			name: "primary down", db: testDatabase(1),
-			obs:       observation{statefulSet: sts(1, 0, 1, "a", "a"), pods: []corev1.Pod{pod("db-0", false, old)}},
+			obs:       observation{primary: "db-0", statefulSet: sts(1, 0, 1, "a", "a"), pods: []corev1.Pod{pod("db-0", false, old)}},
 			available: metav1.ConditionFalse, progressing: metav1.ConditionTrue, degraded: metav1.ConditionTrue,
 			progressingReason: dbpilotv1alpha1.ReasonCreating, degradedReason: dbpilotv1alpha1.ReasonReplicasNotReady, phase: "Degraded",
 		},
@@ -107,7 +107,7 @@ func TestBuildConditions(t *testing.T) {
 		},
 		{
 			name: "reconcile error", db: testDatabase(1),
-			obs:       observation{statefulSet: sts(1, 1, 1, "a", "a"), pods: []corev1.Pod{pod("db-0", true, old)}, reconcileErr: errors.New("applying Service: timeout"), degradingErr: errors.New("applying Service: timeout")},
+			obs:       observation{primary: "db-0", statefulSet: sts(1, 1, 1, "a", "a"), pods: []corev1.Pod{pod("db-0", true, old)}, reconcileErr: errors.New("applying Service: timeout"), degradingErr: errors.New("applying Service: timeout")},
 			available: metav1.ConditionTrue, progressing: metav1.ConditionFalse, degraded: metav1.ConditionTrue,
 			progressingReason: dbpilotv1alpha1.ReasonReconciled, degradedReason: dbpilotv1alpha1.ReasonReconcileFailed, phase: "Degraded",
 		},
@@ -139,7 +139,7 @@ func TestBuildConditions(t *testing.T) {
 
 func TestBuildConditionsKeepsTransitionTimes(t *testing.T) {
 	db := testDatabase(1)
-	obs := observation{statefulSet: sts(1, 1, 1, "a", "a"), pods: []corev1.Pod{pod("db-0", true, testNow.Add(-time.Hour))}}
+	obs := observation{primary: "db-0", statefulSet: sts(1, 1, 1, "a", "a"), pods: []corev1.Pod{pod("db-0", true, testNow.Add(-time.Hour))}}
 	first := buildConditions(db, obs, nil, testNow)
 	later := metav1.NewTime(testNow.Add(time.Hour))
 	second := buildConditions(db, obs, first, later)

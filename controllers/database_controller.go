@@ -161,6 +161,7 @@ func (r *DatabaseReconciler) reconcileNormal(ctx context.Context, s *scope) (ctr
 		r.reconcileCredentials,
 		r.reconcileReplicationSecret,
 		r.reconcileConfigMap,
+		r.reconcileDesignation,
 		r.reconcileStatefulSet,
 		r.reconcileServices,
 		r.reconcileVolumes,

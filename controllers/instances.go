@@ -89,18 +89,11 @@ func instanceStatuses(pods []corev1.Pod, reports map[string]layout.InstanceStatu
 	return instances
 }
 
-// currentPrimary is the one pod that reports itself primary, or "".
-func currentPrimary(reports map[string]layout.InstanceStatus) string {
-	primary := ""
-	for name, report := range reports {
-		if report.Role != layout.RolePrimary {
-			continue
-		}
-		if primary != "" {
-			// Two primaries: name neither; failover handles this.
-			return ""
-		}
-		primary = name
+// currentPrimary is the designated primary when it reports itself the
+// primary, or "".
+func currentPrimary(designated string, reports map[string]layout.InstanceStatus) string {
+	if report, ok := reports[designated]; ok && report.Role == layout.RolePrimary {
+		return designated
 	}
-	return primary
+	return ""
 }

@@ -12,8 +12,7 @@ import (
 	"github.com/dbpilot/dbpilot/instance/layout"
 )
 
-func TestRolesComeFromTheInstances(t *testing.T) {
-	db := testDatabase(3)
+func TestOnlyTheDesignatedPrimaryIsLabelledPrimary(t *testing.T) {
 	pod := func(name, label string) *corev1.Pod {
 		p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name}}
 		if label != "" {
@@ -21,43 +20,34 @@ func TestRolesComeFromTheInstances(t *testing.T) {
 		}
 		return p
 	}
-	primary0 := db.PrimaryPodName()
+	const designated = "db-1"
 	reports := map[string]layout.InstanceStatus{
-		primary0:     {Role: layout.RoleReplica},
-		"db-other":   {Role: layout.RolePrimary},
-		"db-silent2": {},
+		"db-0": {Role: layout.RolePrimary}, // a former primary back, still claiming the role
+		"db-2": {Role: layout.RoleReplica},
 	}
 	for _, tc := range []struct {
-		pod  *corev1.Pod
-		want string
+		pod     *corev1.Pod
+		reports map[string]layout.InstanceStatus
+		want    string
 	}{
-		{pod(primary0, dbpilotv1alpha1.RolePrimary), dbpilotv1alpha1.RoleReplica},    // the report wins over the ordinal and the label
-		{pod("db-other", dbpilotv1alpha1.RoleReplica), dbpilotv1alpha1.RolePrimary},  // a promoted replica
-		{pod("db-silent", dbpilotv1alpha1.RolePrimary), dbpilotv1alpha1.RolePrimary}, // no report: the label stays
-		{pod("db-silent2", ""), dbpilotv1alpha1.RoleReplica},                         // an empty report: bootstrap rule
-		{pod(primary0+"x", ""), dbpilotv1alpha1.RoleReplica},
+		{pod("db-0", dbpilotv1alpha1.RolePrimary), reports, dbpilotv1alpha1.RoleReplica},
+		{pod("db-1", ""), reports, dbpilotv1alpha1.RolePrimary},                                                              // not answering yet
+		{pod("db-1", ""), map[string]layout.InstanceStatus{"db-1": {Role: layout.RoleReplica}}, dbpilotv1alpha1.RoleReplica}, // promotion pending
+		{pod("db-1", ""), map[string]layout.InstanceStatus{"db-1": {Role: layout.RolePrimary}}, dbpilotv1alpha1.RolePrimary},
+		{pod("db-2", dbpilotv1alpha1.RolePrimary), reports, dbpilotv1alpha1.RoleReplica},
 	} {
-		if got := podRole(db, tc.pod, reports); got != tc.want {
-			t.Errorf("pod %s (label %q): role %s, want %s", tc.pod.Name, tc.pod.Labels[dbpilotv1alpha1.LabelRole], got, tc.want)
+		if got := podRole(designated, tc.pod, tc.reports); got != tc.want {
+			t.Errorf("pod %s (label %q, reports %v): role %s, want %s", tc.pod.Name, tc.pod.Labels[dbpilotv1alpha1.LabelRole], tc.reports, got, tc.want)
 		}
-	}
-	twoClaimants := map[string]layout.InstanceStatus{primary0: {Role: layout.RolePrimary}, "db-1": {Role: layout.RolePrimary}}
-	if got := podRole(db, pod("db-1", dbpilotv1alpha1.RoleReplica), twoClaimants); got != dbpilotv1alpha1.RoleReplica {
-		t.Errorf("a second pod claiming primary was labelled %s", got)
-	}
-	if got := podRole(db, pod(primary0, ""), nil); got != dbpilotv1alpha1.RolePrimary {
-		t.Errorf("a new pod of ordinal 0 without report: %s", got)
 	}
 }
 
-func TestCurrentPrimary(t *testing.T) {
-	one := map[string]layout.InstanceStatus{"a": {Role: layout.RolePrimary}, "b": {Role: layout.RoleReplica}}
-	if got := currentPrimary(one); got != "a" {
-		t.Errorf("current primary %q, want a", got)
-	}
-	two := map[string]layout.InstanceStatus{"a": {Role: layout.RolePrimary}, "b": {Role: layout.RolePrimary}}
-	if got := currentPrimary(two); got != "" {
-		t.Errorf("two primaries named %q", got)
+func TestCurrentPrimaryIsTheDesignatedOneServing(t *testing.T) {
+	reports := map[string]layout.InstanceStatus{"a": {Role: layout.RolePrimary}, "b": {Role: layout.RolePrimary}, "c": {Role: layout.RoleReplica}}
+	for designated, want := range map[string]string{"a": "a", "b": "b", "c": "", "d": ""} {
+		if got := currentPrimary(designated, reports); got != want {
+			t.Errorf("designated %s: current primary %q, want %q", designated, got, want)
+		}
 	}
 }
 

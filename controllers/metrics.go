@@ -28,6 +28,10 @@ var (
 		Name: "dbpilot_autopilot_decisions_total",
 		Help: "New recommendations of the auto-pilot, by action and reason.",
 	}, []string{"action", "reason"})
+	failovers = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "dbpilot_failovers_total",
+		Help: "Failovers dbpilot decided: a replica designated to replace a lost primary, by namespace, database and engine.",
+	}, []string{"namespace", "database", "engine"})
 	autopilotHolding = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "dbpilot_autopilot_holding",
 		Help: "1 while the auto-pilot of a Database cannot decide (no Prometheus, missing or stale metrics), with the reason; absent otherwise.",
@@ -43,7 +47,7 @@ var registerOnce sync.Once
 // which the manager serves; once per process, however many managers it runs.
 func RegisterMetrics() (err error) {
 	registerOnce.Do(func() {
-		for _, c := range []prometheus.Collector{reconcileDuration, reconcileErrors, autopilotDecisions, autopilotHolding, databasePhases} {
+		for _, c := range []prometheus.Collector{reconcileDuration, reconcileErrors, failovers, autopilotDecisions, autopilotHolding, databasePhases} {
 			if err = metrics.Registry.Register(c); err != nil {
 				return
 			}

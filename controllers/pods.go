@@ -13,22 +13,31 @@ import (
 	"github.com/dbpilot/dbpilot/instance/layout"
 )
 
-// reconcilePodRoles labels each pod with its role, which the read-write and
-// read-only Services select on: the role its instance program reports, or,
-// for a pod that has not reported one yet, the role it bootstraps as (the
-// pod of ordinal 0 initializes the primary, the others clone it). A pod
-// that stops answering keeps its label.
+// reconcilePodRoles replaces a lost primary (failOver) and labels each pod
+// with its role, which the read-write and read-only Services select on:
+// only the designated primary is labelled primary, unless it reports
+// itself a replica (its promotion is pending). Any other pod is a replica,
+// whatever it reports: a former primary that comes back claiming the role
+// is kept out of the read-write Service.
 func (r *DatabaseReconciler) reconcilePodRoles(ctx context.Context, s *scope) (ctrl.Result, error) {
 	if err := r.observe(ctx, s); err != nil {
 		return ctrl.Result{}, err
 	}
 	s.instances = readInstances(ctx, s.pods)
+	again, err := r.failOver(ctx, s)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	designated := s.db.PrimaryPodName()
+	if s.designation != nil {
+		designated = s.designation.Primary
+	}
 	for i := range s.pods {
 		pod := &s.pods[i]
 		if !pod.DeletionTimestamp.IsZero() {
 			continue
 		}
-		role := podRole(s.db, pod, s.instances)
+		role := podRole(designated, pod, s.instances)
 		if pod.Labels[dbpilotv1alpha1.LabelRole] == role {
 			continue
 		}
@@ -42,31 +51,23 @@ func (r *DatabaseReconciler) reconcilePodRoles(ctx context.Context, s *scope) (c
 		}
 	}
 	r.dropStaleSlots(ctx, s)
+	result := ctrl.Result{RequeueAfter: again}
 	if len(s.instances) > 0 {
-		return ctrl.Result{RequeueAfter: instancePollInterval}, nil
+		result = soonest(result, ctrl.Result{RequeueAfter: instancePollInterval})
 	}
-	return ctrl.Result{}, nil
+	return result, nil
 }
 
-// podRole is the role a pod should be labelled with. A report of primary is
-// believed only when no other pod reports primary too: the -rw Service must
-// never select two writers, so with two claimants the labels stay as they
-// are.
-func podRole(db *dbpilotv1alpha1.Database, pod *corev1.Pod, reports map[string]layout.InstanceStatus) string {
-	report, ok := reports[pod.Name]
-	switch {
-	case ok && report.Role == layout.RoleReplica:
-		return report.Role
-	case ok && report.Role == layout.RolePrimary && currentPrimary(reports) == pod.Name:
-		return report.Role
+// podRole is the role a pod is labelled with: primary for the designated
+// primary unless it reports itself a replica, replica for every other pod.
+func podRole(designated string, pod *corev1.Pod, reports map[string]layout.InstanceStatus) string {
+	if pod.Name != designated {
+		return dbpilotv1alpha1.RoleReplica
 	}
-	if current := pod.Labels[dbpilotv1alpha1.LabelRole]; current != "" {
-		return current
+	if report, ok := reports[pod.Name]; ok && report.Role == layout.RoleReplica {
+		return dbpilotv1alpha1.RoleReplica
 	}
-	if pod.Name == db.PrimaryPodName() {
-		return dbpilotv1alpha1.RolePrimary
-	}
-	return dbpilotv1alpha1.RoleReplica
+	return dbpilotv1alpha1.RolePrimary
 }
 
 // observe reads the StatefulSet and pods into the scope, once per pass.

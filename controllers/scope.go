@@ -6,6 +6,7 @@ import (
 
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
 	"github.com/dbpilot/dbpilot/instance/layout"
+	"github.com/dbpilot/dbpilot/internal/designation"
 )
 
 // scope is what one reconcile pass knows about a Database and its world.
@@ -31,4 +32,11 @@ type scope struct {
 	// instances are what the pods' instance programs report, by pod name;
 	// a pod that did not answer is missing.
 	instances map[string]layout.InstanceStatus
+	// designation is the designated primary; nil until read.
+	designation *designation.Designation
+	// failoverProblem says why a lost primary cannot be replaced; empty
+	// when it can, or is not lost.
+	failoverProblem string
+	// failoverSettled tells the outcome of a failover that ended this pass.
+	failoverSettled string
 }

@@ -1,18 +1,12 @@
 package controllers
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"fmt"
-	"net"
-	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
@@ -57,7 +51,10 @@ func (r *DatabaseReconciler) dropStaleSlots(ctx context.Context, s *scope) {
 	if db.Spec.Engine != dbpilotv1alpha1.EnginePostgres {
 		return
 	}
-	primary := currentPrimary(s.instances)
+	if s.designation == nil {
+		return
+	}
+	primary := currentPrimary(s.designation.Primary, s.instances)
 	stale := staleSlots(db, s.instances[primary].Slots, keptSlots(db, s.pods))
 	if primary == "" || len(stale) == 0 {
 		return
@@ -69,12 +66,12 @@ func (r *DatabaseReconciler) dropStaleSlots(ctx context.Context, s *scope) {
 		}
 	}
 	log := logf.FromContext(ctx)
-	secret := &corev1.Secret{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: db.Namespace, Name: db.ReplicationSecretName()}, secret); err != nil {
-		log.Error(err, "reading the replication Secret to drop slots")
+	token, err := r.replicationPassword(ctx, db)
+	if err != nil {
+		log.Error(err, "dropping slots")
 		return
 	}
-	dropped, err := requestDropSlots(ctx, ip, string(secret.Data[layout.KeyReplicationPassword]), stale)
+	dropped, err := requestDropSlots(ctx, ip, token, stale)
 	if err != nil {
 		log.Error(err, "dropping the primary's stale replication slots", "primary", primary)
 		return
@@ -88,26 +85,7 @@ func (r *DatabaseReconciler) dropStaleSlots(ctx context.Context, s *scope) {
 // requestDropSlots POSTs the slots to drop to the primary's instance
 // program, authenticated with the replication password.
 func requestDropSlots(ctx context.Context, ip, token string, slots []string) ([]string, error) {
-	body, err := json.Marshal(layout.DropSlotsRequest{Slots: slots})
-	if err != nil {
-		return nil, err
-	}
-	url := "http://" + net.JoinHostPort(ip, strconv.Itoa(layout.ProbePort)) + layout.DropSlotsPath
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := instanceHTTP.Do(req)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("the primary answered %s", resp.Status)
-	}
 	var answer layout.DropSlotsResponse
-	err = json.NewDecoder(resp.Body).Decode(&answer)
+	err := postInstance(ctx, ip, layout.DropSlotsPath, token, instanceStatusTimeout, layout.DropSlotsRequest{Slots: slots}, &answer)
 	return answer.Dropped, err
 }

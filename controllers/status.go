@@ -43,7 +43,7 @@ func buildStatus(db *dbpilotv1alpha1.Database, obs observation, now metav1.Time)
 	}
 	status.Ready = fmt.Sprintf("%d/%d", status.ReadyReplicas, db.EffectiveReplicas())
 	// What runs is what the primary's pod was created with.
-	if primary := primaryPod(db, obs.pods); primary != nil {
+	if primary := primaryPod(obs.primary, obs.pods); primary != nil {
 		if tier := primary.Annotations[desired.AnnotationTier]; tier != "" {
 			status.Tier = dbpilotv1alpha1.Tier(tier)
 		}
@@ -53,13 +53,17 @@ func buildStatus(db *dbpilotv1alpha1.Database, obs observation, now metav1.Time)
 	}
 	if obs.instances != nil {
 		status.Instances = instanceStatuses(obs.pods, obs.instances)
-		status.CurrentPrimary = currentPrimary(obs.instances)
+		status.CurrentPrimary = currentPrimary(obs.primary, obs.instances)
 	} else {
 		// Not asked this pass (paused): keep what was reported.
 		status.Instances = db.Status.Instances
 		status.CurrentPrimary = db.Status.CurrentPrimary
 	}
 	status.Conditions = buildConditions(db, obs, db.Status.Conditions, now)
+	if obs.failingOver != nil {
+		obs.failingOver.ObservedGeneration, obs.failingOver.LastTransitionTime = db.Generation, now
+		meta.SetStatusCondition(&status.Conditions, *obs.failingOver)
+	}
 	status.Phase = phaseOf(db, status.Conditions)
 	return status
 }
@@ -78,6 +82,8 @@ func (r *DatabaseReconciler) writeStatus(ctx context.Context, s *scope, reconcil
 		reconcileErr:       reconcileErr,
 		degradingErr:       r.failures.degrading(client.ObjectKeyFromObject(s.db), reconcileErr, r.clock().Now()),
 		instances:          s.instances,
+		primary:            designatedPrimary(s),
+		failingOver:        failingOverCondition(s),
 	}
 	status := buildStatus(s.db, obs, metav1.NewTime(r.clock().Now()))
 	r.recordDegraded(s.db, status.Conditions)
@@ -120,7 +126,8 @@ func ownConditions(conditions []metav1.Condition) []metav1.Condition {
 	var own []metav1.Condition
 	for _, cond := range conditions {
 		switch cond.Type {
-		case dbpilotv1alpha1.ConditionAvailable, dbpilotv1alpha1.ConditionProgressing, dbpilotv1alpha1.ConditionDegraded:
+		case dbpilotv1alpha1.ConditionAvailable, dbpilotv1alpha1.ConditionProgressing, dbpilotv1alpha1.ConditionDegraded,
+			dbpilotv1alpha1.ConditionFailingOver:
 			own = append(own, cond)
 		}
 	}

@@ -17,6 +17,10 @@ const (
 	// ConditionAnomalyDetected is True while throughput or connections are
 	// far outside the Database's usual range.
 	ConditionAnomalyDetected = "AnomalyDetected"
+	// ConditionFailingOver is True from the moment dbpilot designates a
+	// replica to replace a lost primary until the new primary serves
+	// writes; its message then tells the last failover's outcome.
+	ConditionFailingOver = "FailingOver"
 )
 
 // Condition reasons of a Database.
@@ -37,6 +41,9 @@ const (
 	ReasonPrometheusUnavailable = "PrometheusUnavailable"
 	ReasonWithinBaseline        = "WithinBaseline"
 	ReasonOutsideBaseline       = "OutsideBaseline"
+	ReasonPromoting             = "Promoting"
+	ReasonPrimaryServing        = "PrimaryServing"
+	ReasonNoCandidate           = "NoReplicaToPromote"
 )
 
 // Event reasons recorded on a Database.
@@ -55,4 +62,8 @@ const (
 	// EventReasonSlotsDropped: the primary dropped the replication slots of
 	// replicas that no longer exist.
 	EventReasonSlotsDropped = "ReplicationSlotsDropped"
+	// EventReasonFailingOver: the primary was lost and a replica is being
+	// promoted; EventReasonFailedOver: the new primary serves writes.
+	EventReasonFailingOver = "FailingOver"
+	EventReasonFailedOver  = "FailedOver"
 )

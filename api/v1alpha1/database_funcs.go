@@ -2,6 +2,7 @@ package v1alpha1
 
 import (
 	"fmt"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -29,6 +30,20 @@ func (d *Database) ReadOnlyServiceName() string { return d.Name + "-ro" }
 // ConfigMapName is the ConfigMap that holds the engine configuration.
 func (d *Database) ConfigMapName() string { return d.Name + "-config" }
 
+// DesignationConfigMapName is the ConfigMap that names the designated
+// primary; every pod mounts it, and dbpilot changes it, with optimistic
+// concurrency, only to fail over or switch over.
+func (d *Database) DesignationConfigMapName() string { return d.Name + "-primary" }
+
+// FailoverDelay is how long the primary may be not ready before a replica
+// replaces it.
+func (d *Database) FailoverDelay() time.Duration {
+	if d.Spec.Failover == nil || d.Spec.Failover.DelaySeconds == nil {
+		return 30 * time.Second
+	}
+	return time.Duration(*d.Spec.Failover.DelaySeconds) * time.Second
+}
+
 // PodDisruptionBudgetName is the PodDisruptionBudget of the Database's pods.
 func (d *Database) PodDisruptionBudgetName() string { return d.Name }
 
@@ -36,7 +51,8 @@ func (d *Database) PodDisruptionBudgetName() string { return d.Name }
 // PVCs are named <template>-<statefulset>-<ordinal>.
 func (d *Database) VolumeClaimTemplateName() string { return "data" }
 
-// PrimaryPodName is the pod that bootstraps as primary.
+// PrimaryPodName is the pod that bootstraps as primary (failovers and
+// switchovers designate others later).
 func (d *Database) PrimaryPodName() string { return d.PodName(0) }
 
 // PodName is the name of the StatefulSet's pod of an ordinal.

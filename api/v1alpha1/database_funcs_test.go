@@ -52,7 +52,7 @@ func TestChildNamesFitAtMaximumNameLength(t *testing.T) {
 	db.Name = "a" + strings.Repeat("b", 38) + "c"
 	names := []string{
 		db.PodName(15), db.HeadlessServiceName(), db.ReadWriteServiceName(), db.ReadOnlyServiceName(),
-		db.ConfigMapName(), db.CredentialsSecretName(), db.ReplicationSecretName(), db.PodDisruptionBudgetName(),
+		db.ConfigMapName(), db.DesignationConfigMapName(), db.CredentialsSecretName(), db.ReplicationSecretName(), db.PodDisruptionBudgetName(),
 		db.ClaimName(15),
 		db.StatefulSetName() + "-" + strings.Repeat("f", 10), // controller-revision-hash
 	}

@@ -173,6 +173,11 @@ type DatabaseSpec struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Auto-pilot",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:fieldGroup:autopilot"}
 	Autopilot *AutopilotSpec `json:"autopilot,omitempty"`
 
+	// failover says when a replica replaces a primary that stopped serving.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Failover",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:fieldGroup:failover"}
+	Failover *FailoverSpec `json:"failover,omitempty"`
+
 	// deletionPolicy says what happens to the volumes when the Database is
 	// deleted: Retain (the default) keeps the PersistentVolumeClaims and labels
 	// them with the Database's name; Delete removes them. Scaling down never
@@ -187,6 +192,22 @@ type DatabaseSpec struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Paused",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:booleanSwitch"}
 	Paused bool `json:"paused,omitempty"`
+}
+
+// FailoverSpec says when a replica replaces the primary.
+type FailoverSpec struct {
+	// delaySeconds is how long the primary's pod may be not ready (or gone)
+	// before dbpilot promotes the most advanced replica: 30 when unset, 0
+	// fails over at once. A primary that comes back within the delay (a
+	// restarted process, a rescheduled pod) stays the primary. Replication
+	// is asynchronous: a failover can lose the transactions the primary
+	// acknowledged in its last moments that no replica had received.
+	// +optional
+	// +kubebuilder:default=30
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=3600
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Failover Delay (seconds)",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:number"}
+	DelaySeconds *int32 `json:"delaySeconds,omitempty"`
 }
 
 // StorageSpec is the persistent volume of each pod.

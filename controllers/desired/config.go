@@ -79,6 +79,9 @@ func mysqlConfig(engine dbpilotv1alpha1.Engine, memoryMiB int64, maxConnections 
 		fmt.Sprintf("innodb_buffer_pool_size = %dM", memoryMiB*percent/100),
 		"skip-name-resolve",
 		"log-bin = binlog",
+		// A replica promoted to primary serves the other replicas the
+		// transactions it replicated, by GTID.
+		"log-slave-updates = ON",
 	}
 	if engine == dbpilotv1alpha1.EngineMySQL {
 		lines = append(lines,

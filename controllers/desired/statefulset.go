@@ -41,6 +41,7 @@ const (
 	binVolumeName             = "dbpilot-bin"
 	credentialsVolumeName     = "credentials"
 	replicationVolumeName     = "replication"
+	designationVolumeName     = "designation"
 )
 
 // PostgresPGData is PGDATA: a subdirectory of the volume's mount, because
@@ -213,6 +214,7 @@ func databaseContainer(db *dbpilotv1alpha1.Database, images imagecatalog.Catalog
 			corev1ac.VolumeMount().WithName(binVolumeName).WithMountPath(layout.BinDir).WithReadOnly(true),
 			corev1ac.VolumeMount().WithName(credentialsVolumeName).WithMountPath(layout.CredentialsDir).WithReadOnly(true),
 			corev1ac.VolumeMount().WithName(replicationVolumeName).WithMountPath(layout.ReplicationDir).WithReadOnly(true),
+			corev1ac.VolumeMount().WithName(designationVolumeName).WithMountPath(layout.DesignationDir).WithReadOnly(true),
 		)
 	return container
 }
@@ -222,9 +224,10 @@ func databaseContainer(db *dbpilotv1alpha1.Database, images imagecatalog.Catalog
 func instanceArgs(db *dbpilotv1alpha1.Database) []string {
 	profile, _ := db.Spec.Engine.Profile()
 	if db.Spec.Engine == dbpilotv1alpha1.EnginePostgres {
-		// The pod of ordinal 0 bootstraps an empty volume as the primary;
-		// the others clone the primary through the read-write Service
-		// and stream from it, each through its own slot.
+		// The designated primary (at first the pod of ordinal 0)
+		// bootstraps an empty volume; the others clone the primary
+		// through the read-write Service and stream from it, each
+		// through its own slot.
 		return []string{layout.CommandRun, "--engine=postgres",
 			"--data-dir=" + PostgresPGData,
 			"--config-file=" + path.Join(profile.ConfigDir, PostgresConfigFile),
@@ -232,6 +235,7 @@ func instanceArgs(db *dbpilotv1alpha1.Database) []string {
 			"--clone-from=" + db.ServiceHost(db.ReadWriteServiceName()),
 			"--replication-password-file=" + path.Join(layout.ReplicationDir, layout.KeyReplicationPassword),
 			"--monitoring-password-file=" + path.Join(layout.ReplicationDir, layout.KeyMonitoringPassword),
+			"--designation-dir=" + layout.DesignationDir,
 		}
 	}
 	// MariaDB replicas clone the primary from a backup its instance
@@ -243,6 +247,7 @@ func instanceArgs(db *dbpilotv1alpha1.Database) []string {
 		"--clone-from=" + db.ServiceHost(db.ReadWriteServiceName()),
 		"--replication-password-file=" + path.Join(layout.ReplicationDir, layout.KeyReplicationPassword),
 		"--monitoring-password-file=" + path.Join(layout.ReplicationDir, layout.KeyMonitoringPassword),
+		"--designation-dir=" + layout.DesignationDir,
 	}
 }
 
@@ -278,6 +283,10 @@ func podVolumes(db *dbpilotv1alpha1.Database) []*corev1ac.VolumeApplyConfigurati
 		corev1ac.Volume().WithName(replicationVolumeName).WithSecret(corev1ac.SecretVolumeSource().
 			WithSecretName(db.ReplicationSecretName()).
 			WithDefaultMode(0o440)),
+		// Which instance is the primary: read when the instance starts,
+		// and by a running primary, which steps down when it names another.
+		corev1ac.Volume().WithName(designationVolumeName).WithConfigMap(corev1ac.ConfigMapVolumeSource().
+			WithName(db.DesignationConfigMapName())),
 	}
 }
 

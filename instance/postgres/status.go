@@ -8,12 +8,13 @@ import (
 )
 
 // statusQuery reads role, position, lag, timeline and version in one round
-// trip. On a replica the position is the WAL replayed, the lag in bytes what
+// trip. On a replica the position is the WAL received (replayed, before it
+// streams), the lag in bytes what
 // was received and not replayed yet, and the lag in seconds the age of the
 // last replayed transaction while WAL is still waiting (0 when caught up).
 const statusQuery = `
 SELECT pg_is_in_recovery(),
-       CASE WHEN pg_is_in_recovery() THEN pg_last_wal_replay_lsn()::text ELSE pg_current_wal_lsn()::text END,
+       CASE WHEN pg_is_in_recovery() THEN greatest(pg_last_wal_receive_lsn(), pg_last_wal_replay_lsn())::text ELSE pg_current_wal_lsn()::text END,
        CASE WHEN pg_is_in_recovery() THEN pg_wal_lsn_diff(pg_last_wal_receive_lsn(), pg_last_wal_replay_lsn())::bigint END,
        CASE WHEN pg_is_in_recovery() THEN
               CASE WHEN pg_last_wal_receive_lsn() = pg_last_wal_replay_lsn() THEN 0

@@ -1,0 +1,183 @@
+package realnode_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
+)
+
+// writerResult is what a continuous writer saw.
+type writerResult struct {
+	acknowledged []int
+	// longestGap is the longest time between two acknowledged writes.
+	longestGap time.Duration
+}
+
+// continuousWriter inserts increasing ids through the -rw Service, one
+// every 50 ms, reconnecting after every failure, until stop is closed.
+func continuousWriter(db *dbpilotv1alpha1.Database, insert string, stop <-chan struct{}) <-chan writerResult {
+	done := make(chan writerResult, 1)
+	go func() {
+		var result writerResult
+		var session sqlSession
+		last := time.Now()
+		for id := 1; ; {
+			select {
+			case <-stop:
+				if session != nil {
+					session.close()
+				}
+				done <- result
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			if session == nil {
+				s, err := connectApp(ctx, db)
+				if err != nil {
+					cancel()
+					continue
+				}
+				session = s
+			}
+			err := session.exec(ctx, fmt.Sprintf(insert, id))
+			cancel()
+			if err != nil {
+				session.close()
+				session = nil
+				continue
+			}
+			now := time.Now()
+			if gap := now.Sub(last); gap > result.longestGap {
+				result.longestGap = gap
+			}
+			last = now
+			result.acknowledged = append(result.acknowledged, id)
+			id++
+		}
+	}()
+	return done
+}
+
+// TestFailoverKeepsTheDatabaseWritable kills the primary's pod of a
+// Database of each engine (two pods, failover delay 0) under a continuous
+// writer: the replica is promoted, writes through the -rw Service resume,
+// the FailingOver condition and Events tell the story, the former primary
+// comes back as a replica of the new primary with every row it has, and
+// the test prints the write-unavailable time and the acknowledged rows lost
+// (replication is asynchronous).
+func TestFailoverKeepsTheDatabaseWritable(t *testing.T) {
+	for _, tc := range []struct {
+		replicationSQL
+		createWrites, insert, countWrites string
+	}{
+		{replicationEngines[0], "CREATE TABLE writes (id int PRIMARY KEY)", "INSERT INTO writes VALUES (%d)", "SELECT count(*)::int FROM writes"},
+		{replicationEngines[1], "CREATE TABLE writes (id INT PRIMARY KEY)", "INSERT INTO writes VALUES (%d)", "SELECT COUNT(*) FROM writes"},
+	} {
+		t.Run(string(tc.engine), func(t *testing.T) {
+			testFailover(t, tc.replicationSQL, tc.createWrites, tc.insert, tc.countWrites)
+		})
+	}
+}
+
+func testFailover(t *testing.T, tc replicationSQL, createWrites, insert, countWrites string) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := "real-failover-" + string(tc.engine)
+	restrictedNamespace(t, ns)
+	db := newDatabase(ns, "orders", tc.engine, tc.version, 2)
+	db.Spec.Failover = &dbpilotv1alpha1.FailoverSpec{DelaySeconds: ptr.To[int32](0)}
+	g.Expect(k8sClient.Create(ctx, db)).To(Succeed())
+	t.Cleanup(func() { deleteAndWait(NewWithT(t), db) })
+	waitReadyPods(g, db, 2)
+	expectInstances(g, db, 2)
+	var session sqlSession
+	g.Eventually(func() (err error) {
+		session, err = connectApp(ctx, db)
+		return err
+	}, 10*time.Second, 200*time.Millisecond).Should(Succeed())
+	g.Expect(session.exec(ctx, createWrites)).To(Succeed())
+	session.close()
+
+	stop := make(chan struct{})
+	var stopOnce sync.Once
+	stopWriter := func() { stopOnce.Do(func() { close(stop) }) }
+	t.Cleanup(stopWriter)
+	results := continuousWriter(db, insert, stop)
+	time.Sleep(3 * time.Second)
+
+	// Kill the primary's pod: no grace, as a lost node would.
+	former, promoted := db.PodName(0), db.PodName(1)
+	killed := time.Now()
+	g.Expect(clientset.CoreV1().Pods(ns).Delete(ctx, former, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(db), db)).To(Succeed())
+		g.Expect(db.Status.CurrentPrimary).To(Equal(promoted))
+		cond := meta.FindStatusCondition(db.Status.Conditions, dbpilotv1alpha1.ConditionFailingOver)
+		g.Expect(cond).NotTo(BeNil())
+		g.Expect(cond.Status).To(Equal(metav1.ConditionFalse), "FailingOver: %s", cond.Message)
+		g.Expect(cond.Message).To(ContainSubstring(promoted + " replaced " + former))
+	}, 2*time.Minute, 250*time.Millisecond).Should(Succeed())
+	t.Logf("%s: %s promoted and serving %.1fs after the primary's pod was killed", tc.engine, promoted, time.Since(killed).Seconds())
+
+	// The former primary returns as a replica of the new one and has every
+	// row the new primary has.
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(db), db)).To(Succeed())
+		g.Expect(db.Status.Instances).To(ContainElement(dbpilotv1alpha1.InstanceStatus{Name: former, Role: "replica", Ready: true, Replicating: true, LagSeconds: ptr.To[int64](0)}))
+	}, 4*time.Minute, 500*time.Millisecond).Should(Succeed())
+	t.Logf("%s: the former primary rejoined as a replica %.1fs after it was killed", tc.engine, time.Since(killed).Seconds())
+	time.Sleep(2 * time.Second)
+	stopWriter()
+	result := <-results
+
+	primary, err := connectApp(ctx, db)
+	g.Expect(err).NotTo(HaveOccurred())
+	defer primary.close()
+	g.Expect(primary.queryInt(ctx, tc.isReplica)).To(Equal(0), "the -rw Service reaches a writable primary")
+	present, err := primary.queryInt(ctx, countWrites)
+	g.Expect(err).NotTo(HaveOccurred())
+	acked := len(result.acknowledged)
+	// Ids are acknowledged in order and only the last ones can be lost.
+	lost := 0
+	for _, id := range result.acknowledged {
+		n, err := primary.queryInt(ctx, fmt.Sprintf("SELECT COUNT(*) FROM writes WHERE id = %d", id))
+		g.Expect(err).NotTo(HaveOccurred())
+		if n == 0 {
+			lost++
+		}
+	}
+	t.Logf("failover %s write_unavailable_s=%.1f rows_acknowledged=%d rows_present=%d rows_lost_async=%d",
+		tc.engine, result.longestGap.Seconds(), acked, present, lost)
+	g.Expect(acked).To(BeNumerically(">", 20), "the writer wrote before and after the failover")
+	g.Eventually(func(g Gomega) int { return readReplica(g, db, tc.withSum(countWrites), former) },
+		time.Minute, 500*time.Millisecond).Should(Equal(present), "the former primary has the new primary's rows")
+
+	events, err := clientset.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	reasons := map[string]bool{}
+	for _, e := range events.Items {
+		if e.Type == corev1.EventTypeWarning || e.Type == corev1.EventTypeNormal {
+			reasons[e.Reason] = true
+		}
+	}
+	g.Expect(reasons).To(HaveKey(dbpilotv1alpha1.EventReasonFailingOver))
+	g.Expect(reasons).To(HaveKey(dbpilotv1alpha1.EventReasonFailedOver))
+}
+
+// withSum is the engine's statements with sum replaced.
+func (tc replicationSQL) withSum(sum string) replicationSQL {
+	tc.sum = sum
+	return tc
+}
