@@ -83,6 +83,11 @@ func (r *DatabaseReconciler) failOver(ctx context.Context, s *scope) (time.Durat
 		}
 		return 0, nil
 	case answers && report.Role == layout.RoleReplica && d.Epoch > 1:
+		if d.Reason == designation.ReasonSwitchover && s.instances[d.FormerPrimary].Role == layout.RolePrimary {
+			// The former primary still takes writes: it is promoted only
+			// once it has stopped (its demotion, or its own watcher).
+			return failoverPoll, nil
+		}
 		return failoverPoll, r.promote(ctx, s, d.Primary)
 	}
 	lostAt, lost := primaryLostAt(pod, now)
@@ -101,7 +106,7 @@ func (r *DatabaseReconciler) failOver(ctx context.Context, s *scope) (time.Durat
 		s.failoverProblem = fmt.Sprintf("Primary %s is lost and no replica answers to replace it", d.Primary)
 		return 5 * time.Second, nil
 	}
-	next, err := designation.Move(ctx, r.Client, *d, candidate, lostAt, now)
+	next, err := designation.Move(ctx, r.Client, *d, candidate, designation.ReasonFailover, lostAt, now)
 	if apierrors.IsConflict(err) {
 		// Someone moved the designation since this pass read it: read it
 		// again rather than decide twice.
@@ -127,8 +132,8 @@ func (r *DatabaseReconciler) failOver(ctx context.Context, s *scope) (time.Durat
 func (r *DatabaseReconciler) settle(ctx context.Context, s *scope, now time.Time) error {
 	d := s.designation
 	unavailable := now.Sub(d.PrimaryLostAt).Seconds()
-	message := fmt.Sprintf("%s replaced %s as the primary at %s; the read-write Service had no primary for %.0f s",
-		d.Primary, d.FormerPrimary, now.UTC().Format(time.RFC3339), math.Max(unavailable, 0))
+	message := fmt.Sprintf("%s replaced %s as the primary at %s (%s); the read-write Service had no primary for %.1f s",
+		d.Primary, d.FormerPrimary, now.UTC().Format(time.RFC3339), d.Reason, math.Max(unavailable, 0))
 	settled, err := designation.Settle(ctx, r.Client, *d)
 	if apierrors.IsConflict(err) {
 		return nil
@@ -138,7 +143,11 @@ func (r *DatabaseReconciler) settle(ctx context.Context, s *scope, now time.Time
 	}
 	s.designation = &settled
 	s.failoverSettled = message
-	r.Recorder.Eventf(s.db, nil, corev1.EventTypeNormal, dbpilotv1alpha1.EventReasonFailedOver, "FailOver", "%s", message)
+	reason := dbpilotv1alpha1.EventReasonFailedOver
+	if d.Reason == designation.ReasonSwitchover {
+		reason = dbpilotv1alpha1.EventReasonSwitchedOver
+	}
+	r.Recorder.Eventf(s.db, nil, corev1.EventTypeNormal, reason, "FailOver", "%s", message)
 	return nil
 }
 
@@ -354,7 +363,7 @@ func failingOverCondition(s *scope) *metav1.Condition {
 	case d != nil && d.FormerPrimary != "":
 		return &metav1.Condition{Type: dbpilotv1alpha1.ConditionFailingOver, Status: metav1.ConditionTrue,
 			Reason: dbpilotv1alpha1.ReasonPromoting,
-			Message: fmt.Sprintf("Primary %s has not served since %s: promoting %s", d.FormerPrimary, d.PrimaryLostAt.UTC().Format(time.RFC3339), d.Primary)}
+			Message: fmt.Sprintf("Primary %s has not taken writes since %s (%s): promoting %s", d.FormerPrimary, d.PrimaryLostAt.UTC().Format(time.RFC3339), d.Reason, d.Primary)}
 	case s.failoverSettled != "":
 		return &metav1.Condition{Type: dbpilotv1alpha1.ConditionFailingOver, Status: metav1.ConditionFalse,
 			Reason: dbpilotv1alpha1.ReasonPrimaryServing, Message: s.failoverSettled}

@@ -24,9 +24,16 @@ func (r *DatabaseReconciler) reconcilePodRoles(ctx context.Context, s *scope) (c
 		return ctrl.Result{}, err
 	}
 	s.instances = readInstances(ctx, s.pods)
+	handover, err := r.switchOver(ctx, s)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	again, err := r.failOver(ctx, s)
 	if err != nil {
 		return ctrl.Result{}, err
+	}
+	if handover > 0 && (again == 0 || handover < again) {
+		again = handover
 	}
 	designated := s.db.PrimaryPodName()
 	if s.designation != nil {
@@ -37,17 +44,8 @@ func (r *DatabaseReconciler) reconcilePodRoles(ctx context.Context, s *scope) (c
 		if !pod.DeletionTimestamp.IsZero() {
 			continue
 		}
-		role := podRole(designated, pod, s.instances)
-		if pod.Labels[dbpilotv1alpha1.LabelRole] == role {
-			continue
-		}
-		patch := client.MergeFrom(pod.DeepCopy())
-		if pod.Labels == nil {
-			pod.Labels = map[string]string{}
-		}
-		pod.Labels[dbpilotv1alpha1.LabelRole] = role
-		if err := r.Client.Patch(ctx, pod, patch); client.IgnoreNotFound(err) != nil {
-			return ctrl.Result{}, fmt.Errorf("labelling pod %s as %s: %w", pod.Name, role, err)
+		if err := r.labelRole(ctx, pod, podRole(designated, pod, s.instances)); err != nil {
+			return ctrl.Result{}, err
 		}
 	}
 	r.dropStaleSlots(ctx, s)

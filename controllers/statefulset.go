@@ -38,6 +38,12 @@ func (r *DatabaseReconciler) reconcileStatefulSet(ctx context.Context, s *scope)
 	hash := desired.TemplateHash(desired.PodTemplate(db, opts.Images))
 	stuck := len(stuckPods(s.pods, r.clock().Now())) > 0
 	opts.Replicas = rolloutReplicas(live, hash, db.EffectiveReplicas(), stuck)
+	if d := s.designation; d != nil && int32(ordinalOf(d.Primary)) >= opts.Replicas {
+		// Scaling down never removes the primary: its pod stays until a
+		// switchover (switchOver) has moved the primary to a pod that
+		// stays.
+		opts.Replicas = int32(ordinalOf(d.Primary)) + 1
+	}
 	opts.Partition = rolloutPartition(live, hash, opts.Replicas)
 	s.replicas = opts.Replicas
 	sts := desired.StatefulSet(db, opts)

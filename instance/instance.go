@@ -112,7 +112,7 @@ type Engine interface {
 // starts: a replica whose data can no longer follow its primary is emptied
 // (so it is bootstrapped again) or refused.
 type DataPreparer interface {
-	PrepareData(ctx context.Context, log *slog.Logger) error
+	PrepareData(ctx context.Context, creds Credentials, log *slog.Logger) error
 }
 
 // ActionServer is an engine with endpoints of its own on the program's HTTP
@@ -144,7 +144,7 @@ func Run(ctx context.Context, engine Engine, files CredentialFiles, probes Probe
 	}
 	defer endpoints.stop()
 	if preparer, ok := engine.(DataPreparer); ok {
-		if err := preparer.PrepareData(ctx, log); err != nil {
+		if err := preparer.PrepareData(ctx, creds, log); err != nil {
 			return err
 		}
 	}

@@ -66,4 +66,12 @@ const (
 	// promoted; EventReasonFailedOver: the new primary serves writes.
 	EventReasonFailingOver = "FailingOver"
 	EventReasonFailedOver  = "FailedOver"
+	// EventReasonSwitchingOver: the primary hands over to a replica on
+	// request (or before a scale down removes its pod);
+	// EventReasonSwitchedOver: the new primary serves;
+	// EventReasonSwitchoverRefused: the request named a replica that
+	// cannot take over now.
+	EventReasonSwitchingOver     = "SwitchingOver"
+	EventReasonSwitchedOver      = "SwitchedOver"
+	EventReasonSwitchoverRefused = "SwitchoverRefused"
 )

@@ -21,6 +21,12 @@ const (
 	// AnnotationConfigChecksum on the pod template is the checksum of the
 	// engine configuration, so a configuration change rolls the pods.
 	AnnotationConfigChecksum = "dbpilot.io/config-checksum"
+	// AnnotationSwitchoverTo on a Database asks dbpilot to hand the primary
+	// over to the named pod, a streaming replica less than 5 s behind:
+	// `kubectl annotate db orders dbpilot.io/switchover-to=orders-2`.
+	// dbpilot removes it once the switchover is done, or refused (a
+	// Warning Event says why).
+	AnnotationSwitchoverTo = "dbpilot.io/switchover-to"
 
 	// ManagedByValue is the value of LabelManagedBy.
 	ManagedByValue = "dbpilot"

@@ -33,7 +33,7 @@ var errFailoverMySQL = errors.New("MySQL instances do not change roles yet")
 // from the new primary from its own GTID position. If it wrote
 // transactions the new primary never received, the new primary refuses
 // that position and the replica clones again (the data watcher).
-func (e *Engine) PrepareData(_ context.Context, log *slog.Logger) error {
+func (e *Engine) PrepareData(_ context.Context, _ instance.Credentials, log *slog.Logger) error {
 	if e.Flavor != MariaDB || e.Replication.CloneFrom == "" || e.hasReplicaData() {
 		return nil
 	}

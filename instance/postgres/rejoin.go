@@ -13,40 +13,93 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/dbpilot/dbpilot/instance"
 )
 
 // standbySignal marks a replica's data directory.
 const standbySignal = "standby.signal"
 
 // PrepareData checks, before the server starts, that a replica's existing
-// data can still follow its primary. A replica that diverged (promoted on
-// its own, or past the point where the primary's timeline left its own), or
-// whose slot is gone (dropped while it was scaled away, or invalidated when
-// it fell too far behind, so WAL it needs may be gone too), has its data
-// directory emptied and clones again. A replica whose data belongs to another cluster
-// (another system identifier) is refused, never overwritten: that data may
-// be all that is left of the database. A primary it cannot reach yet leaves
-// the data as it is.
-func (e *Engine) PrepareData(ctx context.Context, log *slog.Logger) error {
+// data can still follow its primary. A former primary's data (another
+// instance is designated the primary) is rewound with pg_rewind and made a
+// replica's; so is a replica that diverged (promoted on its own, or past
+// the point where the primary's timeline left its own). A replica that
+// still cannot follow (pg_rewind failed), or whose slot is gone (dropped
+// while it was scaled away, or invalidated when it fell too far behind, so
+// WAL it needs may be gone too), has its data directory emptied and clones
+// again. A replica whose data belongs to another cluster (another system
+// identifier) is refused, never overwritten: that data may be all that is
+// left of the database. A primary it cannot reach yet leaves the data as it
+// is.
+func (e *Engine) PrepareData(ctx context.Context, creds instance.Credentials, log *slog.Logger) error {
+	if err := e.removeStaleLocks(); err != nil {
+		return err
+	}
 	if _, err := os.Stat(filepath.Join(e.DataDir, standbySignal)); err != nil {
 		initialized, err := e.Initialized()
 		if err != nil || !initialized || e.Replication.CloneFrom == "" {
 			return err // empty, or the designated primary's data
 		}
-		// A primary's data on an instance designated a replica: the
-		// operator chose another primary while this one was away. It
-		// becomes a replica of the new primary, if its data can follow.
-		log.Info("this instance's data is a primary's, and another instance is designated the primary: it becomes a replica")
-		if err := e.writeStandbyConfig(); err != nil {
-			return fmt.Errorf("making the former primary's data a replica's: %w", err)
+		log.Info("this instance's data is a primary's, and another instance is designated the primary: rewinding it to follow the new primary")
+		if err := e.rewindToReplica(ctx, creds, log); err != nil {
+			return err
 		}
 	}
-	why, err := e.replicaProblem(ctx)
+	why, err := e.replicaProblem(ctx, 0)
 	if err != nil || why == "" {
 		return err
 	}
+	if strings.HasPrefix(why, divergedPrefix) {
+		log.Info("this replica diverged from its primary: rewinding it", "why", why)
+		// pg_rewind's crash recovery runs a single-user server, which
+		// refuses a standby's data directory.
+		if err := os.Remove(filepath.Join(e.DataDir, standbySignal)); err != nil {
+			return err
+		}
+		if err := e.rewindToReplica(ctx, creds, log); err != nil {
+			return err
+		}
+		if why, err = e.replicaProblem(ctx, 0); err != nil || why == "" {
+			return err
+		}
+	}
 	log.Info("this replica's data can no longer follow its primary: cloning the primary again", "why", why)
 	return e.Discard()
+}
+
+// removeStaleLocks removes the lock files a server that was killed leaves
+// (postmaster.pid, and its socket's lock in the socket directory, an
+// emptyDir that outlives the container): the PID in them may now be any
+// process's, since a new container numbers them anew, and the server (or
+// pg_rewind's crash recovery) would refuse to start. No server runs on this
+// data directory while the program prepares it.
+func (e *Engine) removeStaleLocks() error {
+	for _, path := range []string{
+		filepath.Join(e.DataDir, "postmaster.pid"),
+		filepath.Join(e.SocketDir, fmt.Sprintf(".s.PGSQL.%d.lock", e.port())),
+	} {
+		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	return nil
+}
+
+// divergedPrefix starts the reason of a replica whose data went past its
+// primary's history.
+const divergedPrefix = "it diverged: "
+
+// rewindToReplica rewinds a former primary's stopped data to follow the
+// primary and makes it a replica's.
+func (e *Engine) rewindToReplica(ctx context.Context, creds instance.Credentials, log *slog.Logger) error {
+	if err := e.rewind(ctx, creds, log); err != nil {
+		return err
+	}
+	if err := e.writeStandbyConfig(); err != nil {
+		return fmt.Errorf("making the former primary's data a replica's: %w", err)
+	}
+	return nil
 }
 
 // Unusable reports a running replica that does not stream and whose data
@@ -59,15 +112,74 @@ func (e *Engine) Unusable(ctx context.Context) string {
 	}
 	recovering, err := inRecovery(ctx, conn)
 	var notStreaming error
+	var replayed string
 	if err == nil && recovering {
 		notStreaming = streaming(ctx, conn)
+		// Recovery replays the local WAL before it streams: a former
+		// primary's replay position is where its own WAL ends, which
+		// may be past its last checkpoint (all pg_controldata tells).
+		err = conn.QueryRow(ctx, "SELECT coalesce(pg_last_wal_replay_lsn()::text, '0/0')").Scan(&replayed)
 	}
 	conn.Close(ctx)
 	if err != nil || notStreaming == nil {
 		return ""
 	}
-	why, _ := e.replicaProblem(ctx)
+	position, _ := parseLSN(replayed)
+	why, _ := e.replicaProblem(ctx, position)
 	return why
+}
+
+// rewindWait bounds how long a former primary waits for the new primary to
+// answer before it rewinds.
+const rewindWait = 5 * time.Minute
+
+// rewind runs pg_rewind against the new primary: the former primary's data
+// (after crash recovery, which pg_rewind runs itself) loses what it wrote
+// past the point where the new primary's history left its timeline, and
+// takes the new primary's changes since. A former primary that did not
+// diverge is left as it is. When pg_rewind fails, the data is left to the
+// replica checks, which clone again if it cannot follow.
+func (e *Engine) rewind(ctx context.Context, creds instance.Credentials, log *slog.Logger) error {
+	r := e.Replication
+	waitCtx, cancel := context.WithTimeout(ctx, rewindWait)
+	err := instance.WaitFor(waitCtx, func(ctx context.Context) error {
+		conn, err := r.replicationConnection(ctx)
+		if err == nil {
+			conn.Close(ctx)
+		}
+		return err
+	})
+	cancel()
+	if err != nil {
+		return fmt.Errorf("the new primary at %s does not answer, so this former primary cannot rewind to follow it: %w", r.CloneFrom, err)
+	}
+	cmd := exec.CommandContext(ctx, "pg_rewind", RewindArgs(e.DataDir, r)...)
+	// The superuser's password goes in the environment, never on a
+	// command line or in a log.
+	cmd.Env = append(os.Environ(), "PGPASSWORD="+creds.SuperuserPassword, "PGCONNECT_TIMEOUT=10", "LC_ALL=C")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		log.Info("pg_rewind failed; the replica checks decide whether the data can follow", "error", err.Error(), "output", lastLines(string(out), 5))
+		return nil
+	}
+	log.Info("pg_rewind done", "output", lastLines(string(out), 3))
+	return nil
+}
+
+// RewindArgs are pg_rewind's arguments to rewind dataDir to the primary
+// r names, connecting as the superuser.
+func RewindArgs(dataDir string, r Replication) []string {
+	source := strings.Join([]string{"host=" + conninfoValue(r.CloneFrom), "port=" + strconv.Itoa(r.port()),
+		"user=" + Superuser, "dbname=postgres"}, " ")
+	return []string{"--target-pgdata=" + dataDir, "--source-server=" + source}
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
 }
 
 // Discard removes the data directory; the next start clones.
@@ -76,8 +188,9 @@ func (e *Engine) Discard() error { return os.RemoveAll(e.DataDir) }
 // replicaProblem asks the primary whether this replica's data can follow
 // it: "" when it can, or when the primary cannot be asked (it may be
 // starting); why not otherwise. Data of another cluster is an error: it is
-// refused, never discarded.
-func (e *Engine) replicaProblem(ctx context.Context) (string, error) {
+// refused, never discarded. replayed is how far a running replica has
+// replayed its WAL (0 when stopped).
+func (e *Engine) replicaProblem(ctx context.Context, replayed uint64) (string, error) {
 	r := e.Replication
 	if r.CloneFrom == "" || r.Password == "" {
 		return "", nil
@@ -97,6 +210,7 @@ func (e *Engine) replicaProblem(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	local.position = max(local.position, replayed)
 	if primarySystem.id != local.systemID {
 		return "", fmt.Errorf("this replica's data belongs to another cluster (system identifier %s, the primary's %s): refusing to clone over it; "+
 			"move the data away or delete the volume claim to make this instance a new replica", local.systemID, primarySystem.id)
@@ -108,7 +222,7 @@ func (e *Engine) replicaProblem(ctx context.Context) (string, error) {
 		}
 	}
 	if why := divergence(local, primarySystem.timeline, history); why != "" {
-		return "it diverged: " + why, nil
+		return divergedPrefix + why, nil
 	}
 	exists, err := slotExists(ctx, primary, r.SlotName)
 	if err != nil || exists {

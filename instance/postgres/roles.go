@@ -39,6 +39,12 @@ func (e *Engine) Promote(ctx context.Context, req layout.PromoteRequest) error {
 		if !promoted {
 			return errors.New("the promotion did not finish within 60 s")
 		}
+		// The control file names the new timeline only after a
+		// checkpoint, and pg_rewind reads the timeline there: a former
+		// primary rewinding against this one must see it.
+		if _, err := conn.Exec(ctx, "CHECKPOINT"); err != nil {
+			return fmt.Errorf("checkpoint after the promotion: %w", err)
+		}
 	}
 	for _, slot := range req.Slots {
 		if slot != layout.SlotName(slot) {

@@ -26,9 +26,20 @@ const (
 	// AnnotationPrimaryLostAt is when the former primary stopped serving
 	// (RFC 3339), the start of the time without a writable primary.
 	AnnotationPrimaryLostAt = "dbpilot.io/primary-lost-at"
+	// AnnotationReason is why the designation last moved: ReasonFailover
+	// or ReasonSwitchover.
+	AnnotationReason = "dbpilot.io/move-reason"
 	// AnnotationDesignatedAt is when the designation last moved (RFC 3339):
 	// a newly designated primary gets the whole failover delay.
 	AnnotationDesignatedAt = "dbpilot.io/designated-at"
+)
+
+// Why a designation moves.
+const (
+	// ReasonFailover: the primary was lost.
+	ReasonFailover = "failover"
+	// ReasonSwitchover: the primary hands over to a caught-up replica.
+	ReasonSwitchover = "switchover"
 )
 
 // Designation is the designated primary as a ConfigMap records it.
@@ -43,6 +54,8 @@ type Designation struct {
 	// PrimaryLostAt is when the former primary stopped serving, while a
 	// failover is in progress.
 	PrimaryLostAt time.Time
+	// Reason is why the designation last moved; empty for the first.
+	Reason string
 	// DesignatedAt is when the designation last moved; zero for the first.
 	DesignatedAt time.Time
 	// Object is the ConfigMap as read.
@@ -61,16 +74,18 @@ func Read(cm *corev1.ConfigMap) (Designation, error) {
 	}
 	d.Epoch = epoch
 	d.FormerPrimary = cm.Annotations[AnnotationFormerPrimary]
+	d.Reason = cm.Annotations[AnnotationReason]
 	d.PrimaryLostAt, _ = time.Parse(time.RFC3339, cm.Annotations[AnnotationPrimaryLostAt])
 	d.DesignatedAt, _ = time.Parse(time.RFC3339, cm.Annotations[AnnotationDesignatedAt])
 	return d, nil
 }
 
-// Move designates next the primary in place of d's, at the next epoch,
-// recording that the former primary was lost at lostAt. It fails with a
+// Move designates next the primary in place of d's, at the next epoch, for
+// a reason (ReasonFailover, ReasonSwitchover), recording that the former
+// primary stopped serving at lostAt. It fails with a
 // Conflict when the ConfigMap changed since d was read: someone else moved
 // it first, and the caller must read it again.
-func Move(ctx context.Context, c client.Client, d Designation, next string, lostAt, now time.Time) (Designation, error) {
+func Move(ctx context.Context, c client.Client, d Designation, next, reason string, lostAt, now time.Time) (Designation, error) {
 	cm := d.Object.DeepCopy()
 	cm.Data[layout.KeyPrimary] = next
 	cm.Data[layout.KeyEpoch] = strconv.FormatInt(d.Epoch+1, 10)
@@ -78,6 +93,7 @@ func Move(ctx context.Context, c client.Client, d Designation, next string, lost
 		cm.Annotations = map[string]string{}
 	}
 	cm.Annotations[AnnotationFormerPrimary] = d.Primary
+	cm.Annotations[AnnotationReason] = reason
 	cm.Annotations[AnnotationPrimaryLostAt] = lostAt.UTC().Format(time.RFC3339)
 	cm.Annotations[AnnotationDesignatedAt] = now.UTC().Format(time.RFC3339)
 	if err := c.Update(ctx, cm); err != nil {

@@ -48,7 +48,7 @@ func TestOneDesignationWinsARace(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, errs[i] = designation.Move(ctx, k8sClient, read, candidate, time.Now(), time.Now())
+			_, errs[i] = designation.Move(ctx, k8sClient, read, candidate, designation.ReasonFailover, time.Now(), time.Now())
 		}()
 	}
 	wg.Wait()
@@ -64,7 +64,7 @@ func TestOneDesignationWinsARace(t *testing.T) {
 	g.Expect(winner).NotTo(BeEmpty(), "no move succeeded: %v", errs)
 	g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(cm), cm)).To(Succeed())
 	g.Expect(cm.Data).To(Equal(map[string]string{layout.KeyPrimary: winner, layout.KeyEpoch: "2"}))
-	_, err = designation.Move(ctx, k8sClient, read, db.PodName(0), time.Now(), time.Now())
+	_, err = designation.Move(ctx, k8sClient, read, db.PodName(0), designation.ReasonFailover, time.Now(), time.Now())
 	g.Expect(apierrors.IsConflict(err)).To(BeTrue(), "a move from a stale read: %v", err)
 
 	g.Eventually(func(g Gomega) {

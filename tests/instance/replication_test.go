@@ -131,8 +131,8 @@ func TestPostgresReplicaClonesAndStreams(t *testing.T) {
 	eventually(t, 30*time.Second, "the re-cloned replica has the primary's rows", sameRows)
 
 	// A replica promoted on its own (a timeline of its own, writes the
-	// primary never saw), then made a standby again, has diverged: it
-	// clones again instead of serving its own history.
+	// primary never saw), then made a standby again, has diverged: it is
+	// rewound to the primary's history instead of serving its own.
 	own, err := pgConnect(ctx, ports["db-1"], "postgres", "super-pass", "postgres")
 	if err != nil {
 		t.Fatal(err)
@@ -148,8 +148,8 @@ func TestPostgresReplicaClonesAndStreams(t *testing.T) {
 	replica.stop(t)
 	pg.writeFile(t, filepath.Join(argValue(t, args["db-1"], "--data-dir"), "standby.signal"), "")
 	replica = start(t, pg, path, replicaArgs...)
-	if out := replica.printed(); !strings.Contains(out, "diverged") || !strings.Contains(out, recloneMessage) {
-		t.Errorf("a diverged replica did not clone again:\n%s", out)
+	if out := replica.printed(); !strings.Contains(out, "diverged") || !strings.Contains(out, rewoundMessage) || strings.Contains(out, recloneMessage) {
+		t.Errorf("a diverged replica was not rewound:\n%s", out)
 	}
 	eventually(t, 30*time.Second, "the re-cloned replica has the primary's rows", sameRows)
 
@@ -192,6 +192,10 @@ func argValue(t *testing.T, args []string, name string) string {
 // recloneMessage is what the instance program logs when a replica's data
 // can no longer follow its primary.
 const recloneMessage = "cloning the primary again"
+
+// rewoundMessage is what the instance program logs when pg_rewind took a
+// diverged replica or a former primary back to its primary's history.
+const rewoundMessage = "pg_rewind done"
 
 // checkLagBound pauses the replica's replay while the primary writes: past
 // the replica's 2 s bound it is not ready, and once replay resumes it is

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -34,6 +36,18 @@ func (p *program) post(t *testing.T, path, token string, body any) (int, string)
 	return resp.StatusCode, strings.TrimSpace(string(answer))
 }
 
+// kill kills the program and its engine at once, as a lost node would.
+func (p *program) kill(t *testing.T) {
+	t.Helper()
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	select {
+	case err := <-p.done:
+		p.done <- err // for the cleanup
+	case <-time.After(10 * time.Second):
+		t.Fatal("the killed program did not exit")
+	}
+}
+
 // designate writes designation files, as the kubelet projects the
 // designation ConfigMap.
 func designate(t *testing.T, u osUser, dir, primary string, epoch int) {
@@ -47,7 +61,7 @@ func designate(t *testing.T, u osUser, dir, primary string, epoch int) {
 // the replica promoted once it has everything, the former primary following
 // it without a new clone), and a failover while the former primary still
 // ran (it demotes itself when its designation names another, and clones
-// again because it wrote what the new primary never received). Promotion
+// rewound because it wrote what the new primary never received). Promotion
 // and demotion need the replication password; an empty data directory
 // designated the primary after a failover is refused.
 func TestPostgresRolesMove(t *testing.T) {
@@ -169,7 +183,8 @@ func TestPostgresRolesMove(t *testing.T) {
 
 	// Failover while db-1 still runs: db-0 is promoted and db-1, cut off,
 	// takes a write db-0 never receives. Once its designation names db-0 it
-	// demotes itself; its next start finds it diverged and clones db-0.
+	// demotes itself; its next start finds it diverged and rewinds it to
+	// db-0's history.
 	designate(t, pg, designations["db-0"], "db-0", 3)
 	if code, answer := db0.post(t, layout.PromotePath, "repl-pass", layout.PromoteRequest{Slots: []string{"db_1"}}); code != http.StatusOK {
 		t.Fatalf("promoting db-0: %d %s", code, answer)
@@ -181,8 +196,8 @@ func TestPostgresRolesMove(t *testing.T) {
 		t.Errorf("the replaced primary did not demote itself (%v):\n%s", err, db1.printed())
 	}
 	db1 = start(t, pg, path, following("db-1", "db-0")...)
-	if out := db1.printed(); !strings.Contains(out, "diverged") || !strings.Contains(out, recloneMessage) {
-		t.Errorf("the diverged former primary did not clone again:\n%s", out)
+	if out := db1.printed(); !strings.Contains(out, "diverged") || !strings.Contains(out, rewoundMessage) || strings.Contains(out, recloneMessage) {
+		t.Errorf("the diverged former primary was not rewound:\n%s", out)
 	}
 	expectRows("db-1", 1600)
 	conn, err := pgConnect(ctx, ports["db-1"], "shop", "app-pass", "shop")
@@ -194,15 +209,191 @@ func TestPostgresRolesMove(t *testing.T) {
 		t.Errorf("the diverged write survived on the replica: %d %v", lost, err)
 	}
 	conn.Close(ctx)
+
+	// Failover from a crashed primary: db-0 takes a write no replica
+	// receives and is killed; db-1 is promoted. db-0's data, a crashed
+	// primary's with WAL past the new timeline's fork, is rewound (crash
+	// recovery included) when it starts designated a replica.
 	db1.stop(t)
+	write("db-0", "INSERT INTO orders VALUES (-2)")
+	db0.kill(t)
+	designate(t, pg, designations["db-0"], "db-1", 4)
+	designate(t, pg, designations["db-1"], "db-1", 4)
+	db1 = launch(t, pg, path, following("db-1", "db-0")...)
+	eventually(t, 30*time.Second, "db-1 answers as a replica", func() error {
+		if code, _ := db1.readiness(); code == 0 {
+			return errors.New("no answer")
+		}
+		return nil
+	})
+	eventually(t, 30*time.Second, "db-1 is promoted", func() error {
+		if code, answer := db1.post(t, layout.PromotePath, "repl-pass", layout.PromoteRequest{Slots: []string{"db_0"}}); code != http.StatusOK {
+			return fmt.Errorf("%d %s", code, answer)
+		}
+		return nil
+	})
+	db0 = start(t, pg, path, following("db-0", "db-1")...)
+	if out := db0.printed(); !strings.Contains(out, rewoundMessage) || strings.Contains(out, recloneMessage) {
+		t.Errorf("the crashed former primary was not rewound:\n%s", out)
+	}
+	expectRows("db-0", 1600)
 	db0.stop(t)
+	db1.stop(t)
 
 	// An empty data directory designated the primary after a failover is
 	// refused, not initialized.
 	empty := pg.workDir(t)
-	refused := launch(t, pg, path, append(following("db-0", "db-1"),
-		"--data-dir="+filepath.Join(empty, "pgdata"), "--designation-dir="+designations["db-0"])...)
+	refused := launch(t, pg, path, append(following("db-1", "db-0"), "--data-dir="+filepath.Join(empty, "pgdata"))...)
 	if err := refused.waitExit(t, 30*time.Second); err == nil || !strings.Contains(refused.printed(), "refusing to create an empty database") {
 		t.Errorf("an empty designated primary was not refused (%v):\n%s", err, refused.printed())
 	}
+}
+
+// instancePort is the port of a running program's HTTP server.
+func (p *program) instancePort() string {
+	return strings.TrimSuffix(strings.TrimPrefix(p.probe, "http://127.0.0.1:"), "/readyz")
+}
+
+// TestMariaDBRolesMove moves the primary between two MariaDB instances: a
+// switchover (the demoted primary fenced read-only and stopped, the replica
+// promoted once it has executed the primary's last GTID, the former primary
+// rejoining it by GTID without a new clone), and a failover while the
+// former primary still ran and took a write the new primary never received:
+// it demotes itself when its designation names another, its rejoin is
+// refused by the new primary (error 1236), and it clones again.
+func TestMariaDBRolesMove(t *testing.T) {
+	my := lookup(t, "mysql")
+	ctx := context.Background()
+	path := "/usr/sbin:/usr/bin:/bin"
+	ports, args, designations := map[string]int{}, map[string][]string{}, map[string]string{}
+	for _, name := range []string{"db-0", "db-1"} {
+		dir := my.workDir(t)
+		creds := my.mkdir(t, filepath.Join(dir, "credentials"))
+		run := my.mkdir(t, filepath.Join(dir, "run"))
+		designations[name] = my.mkdir(t, filepath.Join(dir, "designation"))
+		designate(t, my, designations[name], "db-0", 1)
+		credentials(t, my, creds, "shop", "app-pass", "super-pass")
+		my.writeFile(t, filepath.Join(dir, "replication-password"), "repl-pass")
+		ports[name] = freePort(t)
+		my.writeFile(t, filepath.Join(dir, "my.cnf"), fmt.Sprintf(
+			"[mysqld]\nbind-address = 127.0.0.1\nport = %d\nskip-name-resolve\ninnodb_buffer_pool_size = 64M\nlog-bin = binlog\nlog-slave-updates = ON\n", ports[name]))
+		args[name] = []string{"--engine=mariadb", "--data-dir=" + filepath.Join(dir, "data"),
+			"--socket=" + filepath.Join(run, "mysqld.sock"), "--defaults-file=" + filepath.Join(dir, "my.cnf"),
+			"--credentials-dir=" + creds, "--instance-name=" + name,
+			"--replication-password-file=" + filepath.Join(dir, "replication-password"),
+			"--designation-dir=" + designations[name], "--clone-from=127.0.0.1"}
+	}
+	following := func(name, primary string, primaryProgram *program) []string {
+		return append(append([]string{}, args[name]...), "--clone-port="+strconv.Itoa(ports[primary]),
+			"--clone-instance-port="+primaryProgram.instancePort())
+	}
+	db0 := start(t, my, path, args["db-0"]...)
+	app, err := mysqlConnect(ctx, ports["db-0"], "shop", "app-pass", "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := app.ExecContext(ctx, "CREATE TABLE orders (id INT PRIMARY KEY) AS SELECT seq AS id FROM seq_1_to_1000"); err != nil {
+		t.Fatal(err)
+	}
+	app.Close()
+	db1 := start(t, my, path, following("db-1", "db-0", db0)...)
+	count := func(name string) (int, error) {
+		conn, err := mysqlConnect(ctx, ports[name], "shop", "app-pass", "shop")
+		if err != nil {
+			return 0, err
+		}
+		defer conn.Close()
+		var n int
+		err = conn.QueryRowContext(ctx, "SELECT COUNT(*) FROM orders WHERE id > 0").Scan(&n)
+		return n, err
+	}
+	expectRows := func(name string, want int) {
+		t.Helper()
+		eventually(t, time.Minute, fmt.Sprintf("%s has %d rows", name, want), func() error {
+			n, err := count(name)
+			if err == nil && n != want {
+				err = fmt.Errorf("%d rows", n)
+			}
+			return err
+		})
+	}
+	write := func(name, stmt string) {
+		t.Helper()
+		conn, err := mysqlConnect(ctx, ports[name], "shop", "app-pass", "shop")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		if _, err := conn.ExecContext(ctx, stmt); err != nil {
+			t.Fatalf("writing on %s: %v", name, err)
+		}
+	}
+	expectRows("db-1", 1000)
+	if code, _ := db1.post(t, layout.PromotePath, "wrong", layout.PromoteRequest{}); code != http.StatusUnauthorized {
+		t.Errorf("promoting with a wrong token: %d, want 401", code)
+	}
+
+	// Switchover.
+	designate(t, my, designations["db-0"], "db-1", 2)
+	designate(t, my, designations["db-1"], "db-1", 2)
+	code, answer := db0.post(t, layout.DemotePath, "repl-pass", nil)
+	var demoted layout.DemoteResponse
+	if code != http.StatusOK || json.Unmarshal([]byte(answer), &demoted) != nil || demoted.Position == "" {
+		t.Fatalf("demoting db-0: %d %s", code, answer)
+	}
+	if err := db0.waitExit(t, time.Minute); err == nil || !strings.Contains(db0.printed(), "demoted") {
+		t.Errorf("the demoted primary's program did not exit saying so (%v)", err)
+	}
+	eventually(t, 30*time.Second, "db-1 executed db-0's last GTID "+demoted.Position, func() error {
+		if pos := db1.status(t)["position"]; pos != demoted.Position {
+			return fmt.Errorf("db-1 at %v", pos)
+		}
+		return nil
+	})
+	if code, answer := db1.post(t, layout.PromotePath, "repl-pass", layout.PromoteRequest{}); code != http.StatusOK {
+		t.Fatalf("promoting db-1: %d %s", code, answer)
+	}
+	if role := db1.status(t)["role"]; role != "primary" {
+		t.Errorf("db-1 reports %v after its promotion", role)
+	}
+	write("db-1", "INSERT INTO orders SELECT seq FROM seq_1001_to_1500")
+	db0 = start(t, my, path, following("db-0", "db-1", db1)...)
+	if out := db0.printed(); strings.Contains(out, "bootstrapping") {
+		t.Errorf("the cleanly demoted primary cloned again:\n%s", out)
+	}
+	expectRows("db-0", 1500)
+	if role := db0.status(t)["role"]; role != "replica" {
+		t.Errorf("the former primary reports %v", role)
+	}
+
+	// Failover while db-1 still runs and takes a write db-0 never sees.
+	designate(t, my, designations["db-0"], "db-0", 3)
+	if code, answer := db0.post(t, layout.PromotePath, "repl-pass", layout.PromoteRequest{}); code != http.StatusOK {
+		t.Fatalf("promoting db-0: %d %s", code, answer)
+	}
+	write("db-0", "INSERT INTO orders SELECT seq FROM seq_1501_to_1600")
+	write("db-1", "INSERT INTO orders VALUES (-1)")
+	designate(t, my, designations["db-1"], "db-0", 3)
+	if err := db1.waitExit(t, 30*time.Second); err == nil || !strings.Contains(db1.printed(), "the designation (epoch 3) names db-0") {
+		t.Errorf("the replaced primary did not demote itself (%v):\n%s", err, db1.printed())
+	}
+	// Its rejoin asks db-0 for a GTID db-0 never had: refused, so it
+	// empties its data and exits, and the next start clones db-0.
+	db1 = launch(t, my, path, following("db-1", "db-0", db0)...)
+	if err := db1.waitExit(t, 2*time.Minute); err == nil || !strings.Contains(db1.printed(), recloneMessage) {
+		t.Errorf("the diverged former primary did not give up its data (%v):\n%s", err, db1.printed())
+	}
+	db1 = start(t, my, path, following("db-1", "db-0", db0)...)
+	expectRows("db-1", 1600)
+	conn, err := mysqlConnect(ctx, ports["db-1"], "shop", "app-pass", "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var diverged int
+	if err := conn.QueryRowContext(ctx, "SELECT COUNT(*) FROM orders WHERE id = -1").Scan(&diverged); err != nil || diverged != 0 {
+		t.Errorf("the diverged write survived: %d %v", diverged, err)
+	}
+	conn.Close()
+	db1.stop(t)
+	db0.stop(t)
 }

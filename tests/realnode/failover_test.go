@@ -27,12 +27,17 @@ type writerResult struct {
 // continuousWriter inserts increasing ids through the -rw Service, one
 // every 50 ms, reconnecting after every failure, until stop is closed.
 func continuousWriter(db *dbpilotv1alpha1.Database, insert string, stop <-chan struct{}) <-chan writerResult {
+	return continuousWriterFrom(db, insert, 1, stop)
+}
+
+// continuousWriterFrom is continuousWriter starting at id first.
+func continuousWriterFrom(db *dbpilotv1alpha1.Database, insert string, first int, stop <-chan struct{}) <-chan writerResult {
 	done := make(chan writerResult, 1)
 	go func() {
 		var result writerResult
 		var session sqlSession
 		last := time.Now()
-		for id := 1; ; {
+		for id := first; ; {
 			select {
 			case <-stop:
 				if session != nil {
@@ -161,6 +166,7 @@ func testFailover(t *testing.T, tc replicationSQL, createWrites, insert, countWr
 	t.Logf("failover %s write_unavailable_s=%.1f rows_acknowledged=%d rows_present=%d rows_lost_async=%d",
 		tc.engine, result.longestGap.Seconds(), acked, present, lost)
 	g.Expect(acked).To(BeNumerically(">", 20), "the writer wrote before and after the failover")
+	fmt.Printf("failover %s write_unavailable_s=%.1f rows_lost_async=%d\n", tc.engine, result.longestGap.Seconds(), lost)
 	g.Eventually(func(g Gomega) int { return readReplica(g, db, tc.withSum(countWrites), former) },
 		time.Minute, 500*time.Millisecond).Should(Equal(present), "the former primary has the new primary's rows")
 
@@ -174,6 +180,102 @@ func testFailover(t *testing.T, tc replicationSQL, createWrites, insert, countWr
 	}
 	g.Expect(reasons).To(HaveKey(dbpilotv1alpha1.EventReasonFailingOver))
 	g.Expect(reasons).To(HaveKey(dbpilotv1alpha1.EventReasonFailedOver))
+
+	// A switchover on request hands the primary back with nothing lost; a
+	// request naming a pod that cannot take over is refused.
+	annotate := func(target string) func() {
+		return func() {
+			g.Eventually(func() error {
+				if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(db), db); err != nil {
+					return err
+				}
+				if db.Annotations == nil {
+					db.Annotations = map[string]string{}
+				}
+				db.Annotations[dbpilotv1alpha1.AnnotationSwitchoverTo] = target
+				return k8sClient.Update(ctx, db)
+			}, 10*time.Second, 200*time.Millisecond).Should(Succeed())
+		}
+	}
+	switchoverUnderWriter(t, g, db, tc, insert, countWrites, former, annotate(former))
+	annotate(db.PodName(7))()
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(db), db)).To(Succeed())
+		g.Expect(db.Annotations).NotTo(HaveKey(dbpilotv1alpha1.AnnotationSwitchoverTo))
+	}, time.Minute, 250*time.Millisecond).Should(Succeed())
+	g.Expect(eventNote(g, ns, dbpilotv1alpha1.EventReasonSwitchoverRefused)).To(ContainSubstring(db.PodName(7) + " is not a pod of this Database"))
+
+	// Scaling down to one pod while the primary is the pod of ordinal 1
+	// switches over to ordinal 0 first: the primary's pod is never removed.
+	switchoverUnderWriter(t, g, db, tc, insert, countWrites, promoted, annotate(promoted))
+	switchoverUnderWriter(t, g, db, tc, insert, countWrites, former, func() { scale(g, db, 1) })
+	g.Eventually(func(g Gomega) {
+		_, err := clientset.CoreV1().Pods(ns).Get(ctx, promoted, metav1.GetOptions{})
+		g.Expect(err).To(MatchError(ContainSubstring("not found")))
+	}, 2*time.Minute, 500*time.Millisecond).Should(Succeed())
+	expectNoInternalPasswords(g, db)
+}
+
+// switchoverUnderWriter triggers a switchover to target while a writer
+// writes through the -rw Service, waits until target is the primary, and
+// expects every acknowledged row on it; it prints the longest time writes
+// waited.
+func switchoverUnderWriter(t *testing.T, g Gomega, db *dbpilotv1alpha1.Database, tc replicationSQL, insert, countWrites, target string, trigger func()) {
+	ctx := context.Background()
+	// dbpilot refuses a switchover to a replica that is not ready and
+	// caught up (a former primary is while it restarts).
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(db), db)).To(Succeed())
+		g.Expect(db.Status.Instances).To(ContainElement(dbpilotv1alpha1.InstanceStatus{Name: target, Role: "replica", Ready: true, Replicating: true, LagSeconds: ptr.To[int64](0)}))
+	}, 2*time.Minute, 500*time.Millisecond).Should(Succeed())
+	// A writer of fresh ids: the rows before it stay.
+	session, err := connectApp(ctx, db)
+	g.Expect(err).NotTo(HaveOccurred())
+	base, err := session.queryInt(ctx, "SELECT COALESCE(MAX(id), 0) FROM writes")
+	session.close()
+	g.Expect(err).NotTo(HaveOccurred())
+	stop := make(chan struct{})
+	results := continuousWriterFrom(db, insert, base+1, stop)
+	time.Sleep(2 * time.Second)
+	started := time.Now()
+	trigger()
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(db), db)).To(Succeed())
+		g.Expect(db.Status.CurrentPrimary).To(Equal(target))
+		g.Expect(db.Annotations).NotTo(HaveKey(dbpilotv1alpha1.AnnotationSwitchoverTo))
+	}, 2*time.Minute, 250*time.Millisecond).Should(Succeed())
+	took := time.Since(started)
+	time.Sleep(3 * time.Second)
+	close(stop)
+	result := <-results
+	primary, err := connectApp(ctx, db)
+	g.Expect(err).NotTo(HaveOccurred())
+	defer primary.close()
+	lost := 0
+	for _, id := range result.acknowledged {
+		n, err := primary.queryInt(ctx, fmt.Sprintf("SELECT COUNT(*) FROM writes WHERE id = %d", id))
+		g.Expect(err).NotTo(HaveOccurred())
+		if n == 0 {
+			lost++
+		}
+	}
+	t.Logf("switchover %s to %s: switchover_s=%.1f write_unavailable_s=%.1f rows_acknowledged=%d rows_lost=%d",
+		tc.engine, target, took.Seconds(), result.longestGap.Seconds(), len(result.acknowledged), lost)
+	g.Expect(lost).To(BeZero(), "a switchover loses no acknowledged row")
+	g.Expect(len(result.acknowledged)).To(BeNumerically(">", 20))
+}
+
+// eventNote is the note of the newest Event of a reason in the namespace.
+func eventNote(g Gomega, namespace, reason string) string {
+	events, err := clientset.EventsV1().Events(namespace).List(context.Background(), metav1.ListOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	note := ""
+	for _, e := range events.Items {
+		if e.Reason == reason {
+			note = e.Note
+		}
+	}
+	return note
 }
 
 // withSum is the engine's statements with sum replaced.

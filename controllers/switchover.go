@@ -1,0 +1,185 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
+	"github.com/dbpilot/dbpilot/instance/layout"
+	"github.com/dbpilot/dbpilot/internal/designation"
+)
+
+// switchoverMaxLag is how far behind its primary a replica may be and still
+// take over in a switchover.
+const switchoverMaxLag = 5 * time.Second
+
+// catchUpTimeout bounds how long a switchover waits for the new primary to
+// receive everything the demoted one wrote.
+const catchUpTimeout = 30 * time.Second
+
+// switchoverTarget is the replica the primary should hand over to, and who
+// asked: the user's dbpilot.io/switchover-to annotation, or, when a scale
+// down would remove the primary's ordinal, the most advanced replica that
+// stays. "" when no switchover is wanted.
+func switchoverTarget(s *scope) (target string, requested bool) {
+	if name := s.db.Annotations[dbpilotv1alpha1.AnnotationSwitchoverTo]; name != "" {
+		return name, true
+	}
+	d := s.designation
+	if d == nil || ordinalOf(d.Primary) < int(s.db.EffectiveReplicas()) {
+		return "", false
+	}
+	var staying []corev1.Pod
+	for i := range s.pods {
+		if ordinalOf(s.pods[i].Name) < int(s.db.EffectiveReplicas()) {
+			staying = append(staying, s.pods[i])
+		}
+	}
+	return chooseCandidate(s.db.Spec.Engine, staying, s.instances, d.Primary), false
+}
+
+// switchOver hands the primary over to a streaming, caught-up replica with
+// nothing committed lost: the designation moves (fencing the primary out of
+// the read-write Service), the primary is demoted (it stops taking writes
+// and shuts down cleanly, sending its replicas everything), the target
+// waits until it has received the primary's last position, and is
+// promoted. A request that cannot be honoured is refused with a Warning
+// Event naming why, and its annotation removed.
+func (r *DatabaseReconciler) switchOver(ctx context.Context, s *scope) (time.Duration, error) {
+	d := s.designation
+	target, requested := switchoverTarget(s)
+	if d == nil || target == "" || d.FormerPrimary != "" {
+		return 0, nil
+	}
+	db := s.db
+	if target == d.Primary {
+		return 0, r.forgetSwitchoverRequest(ctx, db, requested)
+	}
+	if why := switchoverProblem(s, target); why != "" {
+		if requested {
+			r.Recorder.Eventf(db, nil, corev1.EventTypeWarning, dbpilotv1alpha1.EventReasonSwitchoverRefused, "SwitchOver",
+				"Switchover to %s refused: %s", target, why)
+			return 0, r.forgetSwitchoverRequest(ctx, db, requested)
+		}
+		return 5 * time.Second, nil
+	}
+	now := r.clock().Now()
+	next, err := designation.Move(ctx, r.Client, *d, target, designation.ReasonSwitchover, now, now)
+	if apierrors.IsConflict(err) {
+		return failoverPoll, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("designating %s the primary: %w", target, err)
+	}
+	s.designation = &next
+	why := "requested with the " + dbpilotv1alpha1.AnnotationSwitchoverTo + " annotation"
+	if !requested {
+		why = fmt.Sprintf("spec.replicas %d removes the primary's pod", db.EffectiveReplicas())
+	}
+	r.Recorder.Eventf(db, nil, corev1.EventTypeNormal, dbpilotv1alpha1.EventReasonSwitchingOver, "SwitchOver",
+		"Switching the primary over from %s to %s (%s)", d.Primary, target, why)
+	log := logf.FromContext(ctx).WithValues("from", d.Primary, "to", target)
+	log.Info("switching over")
+	former := podNamed(s.pods, d.Primary)
+	if err := r.labelRole(ctx, former, dbpilotv1alpha1.RoleReplica); err != nil {
+		return 0, err
+	}
+	token, err := r.replicationPassword(ctx, db)
+	if err != nil {
+		return 0, err
+	}
+	var demoted layout.DemoteResponse
+	if err := postInstance(ctx, former.Status.PodIP, layout.DemotePath, token, demoteTimeout, nil, &demoted); err != nil {
+		// It may have stopped anyway; it is promoted once the former
+		// primary no longer reports itself one (failOver).
+		return failoverPoll, fmt.Errorf("demoting %s: %w", d.Primary, err)
+	}
+	if err := r.waitCaughtUp(ctx, db, podNamed(s.pods, target), demoted.Position); err != nil {
+		return failoverPoll, err
+	}
+	if err := r.promote(ctx, s, target); err != nil {
+		return failoverPoll, err
+	}
+	return failoverPoll, r.forgetSwitchoverRequest(ctx, db, requested)
+}
+
+// switchoverProblem says why target cannot take over now, or "".
+func switchoverProblem(s *scope, target string) string {
+	d := s.designation
+	pod := podNamed(s.pods, target)
+	report, answers := s.instances[target]
+	primary := podNamed(s.pods, d.Primary)
+	switch {
+	case pod == nil:
+		return fmt.Sprintf("%s is not a pod of this Database", target)
+	case ordinalOf(target) >= int(s.db.EffectiveReplicas()):
+		return fmt.Sprintf("%s is beyond spec.replicas and is being removed", target)
+	case primary == nil || !podReady(primary) || s.instances[d.Primary].Role != layout.RolePrimary:
+		return fmt.Sprintf("the primary %s is not serving (a lost primary is replaced by a failover)", d.Primary)
+	case !answers || !podReady(pod) || report.Role != layout.RoleReplica:
+		return fmt.Sprintf("%s is not a ready replica", target)
+	case !report.Replicating:
+		return fmt.Sprintf("%s does not stream from the primary", target)
+	case report.LagSeconds == nil || *report.LagSeconds > switchoverMaxLag.Seconds():
+		return fmt.Sprintf("%s is not caught up (more than %s behind the primary)", target, switchoverMaxLag)
+	}
+	return ""
+}
+
+// waitCaughtUp waits until the target reports a position at least the
+// demoted primary's last one.
+func (r *DatabaseReconciler) waitCaughtUp(ctx context.Context, db *dbpilotv1alpha1.Database, target *corev1.Pod, position string) error {
+	want, ok := positionRank(db.Spec.Engine, position)
+	if !ok {
+		return fmt.Errorf("the demoted primary reported the position %q", position)
+	}
+	deadline := time.Now().Add(catchUpTimeout)
+	for {
+		report, err := readInstance(ctx, target.Status.PodIP)
+		if err == nil {
+			if got, ok := positionRank(db.Spec.Engine, report.Position); ok && got >= want {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s did not receive the former primary's last position %s within %s", target.Name, position, catchUpTimeout)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// labelRole sets a pod's role label.
+func (r *DatabaseReconciler) labelRole(ctx context.Context, pod *corev1.Pod, role string) error {
+	if pod == nil || pod.Labels[dbpilotv1alpha1.LabelRole] == role {
+		return nil
+	}
+	patch := client.MergeFrom(pod.DeepCopy())
+	if pod.Labels == nil {
+		pod.Labels = map[string]string{}
+	}
+	pod.Labels[dbpilotv1alpha1.LabelRole] = role
+	if err := r.Client.Patch(ctx, pod, patch); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("labelling pod %s as %s: %w", pod.Name, role, err)
+	}
+	return nil
+}
+
+// forgetSwitchoverRequest removes the user's switchover annotation once it
+// was honoured or refused.
+func (r *DatabaseReconciler) forgetSwitchoverRequest(ctx context.Context, db *dbpilotv1alpha1.Database, requested bool) error {
+	if !requested {
+		return nil
+	}
+	patch := client.MergeFrom(db.DeepCopy())
+	delete(db.Annotations, dbpilotv1alpha1.AnnotationSwitchoverTo)
+	if err := r.Client.Patch(ctx, db, patch); err != nil {
+		return fmt.Errorf("removing the %s annotation: %w", dbpilotv1alpha1.AnnotationSwitchoverTo, err)
+	}
+	return nil
+}
