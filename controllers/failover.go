@@ -67,7 +67,7 @@ func (r *DatabaseReconciler) reconcileDesignation(ctx context.Context, s *scope)
 // It returns how soon to look again.
 func (r *DatabaseReconciler) failOver(ctx context.Context, s *scope) (time.Duration, error) {
 	d := s.designation
-	if d == nil {
+	if d == nil || !failsOver(s.db) {
 		return 0, nil
 	}
 	db, now := s.db, r.clock().Now()
@@ -125,6 +125,12 @@ func (r *DatabaseReconciler) failOver(ctx context.Context, s *scope) (time.Durat
 		r.demoteAway(ctx, s, former)
 	}
 	return failoverPoll, r.promote(ctx, s, candidate)
+}
+
+// failsOver reports whether dbpilot moves the primary of the Database's
+// engine: PostgreSQL and MariaDB. A MySQL primary's pod restarts in place.
+func failsOver(db *dbpilotv1alpha1.Database) bool {
+	return db.Spec.Engine != dbpilotv1alpha1.EngineMySQL
 }
 
 // settle ends a failover once the new primary serves: an Event and the

@@ -58,6 +58,13 @@ func (r *DatabaseReconciler) switchOver(ctx context.Context, s *scope) (time.Dur
 		return 0, nil
 	}
 	db := s.db
+	if !failsOver(db) {
+		if requested {
+			r.Recorder.Eventf(db, nil, corev1.EventTypeWarning, dbpilotv1alpha1.EventReasonSwitchoverRefused, "SwitchOver",
+				"Switchover to %s refused: dbpilot does not move a MySQL primary yet", target)
+		}
+		return 0, r.forgetSwitchoverRequest(ctx, db, requested)
+	}
 	if target == d.Primary {
 		return 0, r.forgetSwitchoverRequest(ctx, db, requested)
 	}

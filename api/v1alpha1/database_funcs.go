@@ -44,6 +44,15 @@ func (d *Database) FailoverDelay() time.Duration {
 	return time.Duration(*d.Spec.Failover.DelaySeconds) * time.Second
 }
 
+// SynchronousReplicas is how many replicas must have each commit before
+// the primary acknowledges it; 0: asynchronous replication.
+func (d *Database) SynchronousReplicas() int32 {
+	if d.Spec.Replication == nil || d.Spec.Replication.Synchronous == nil {
+		return 0
+	}
+	return max(d.Spec.Replication.Synchronous.Count, 1)
+}
+
 // PodDisruptionBudgetName is the PodDisruptionBudget of the Database's pods.
 func (d *Database) PodDisruptionBudgetName() string { return d.Name }
 

@@ -105,6 +105,9 @@ type DatabaseList struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.autopilot) || self.autopilot.mode == 'Off' || !has(self.autopilot.replicas) || (self.replicas >= self.autopilot.replicas.min && self.replicas <= self.autopilot.replicas.max)",message="spec.replicas must lie within spec.autopilot.replicas.min and max while the auto-pilot is on"
 // +kubebuilder:validation:XValidation:rule="!has(self.autopilot) || self.autopilot.mode == 'Off' || !has(self.autopilot.tiers) || ({'small': 0, 'medium': 1, 'large': 2, 'xlarge': 3, '2xlarge': 4}[self.tier] >= {'small': 0, 'medium': 1, 'large': 2, 'xlarge': 3, '2xlarge': 4}[self.autopilot.tiers.min] && {'small': 0, 'medium': 1, 'large': 2, 'xlarge': 3, '2xlarge': 4}[self.tier] <= {'small': 0, 'medium': 1, 'large': 2, 'xlarge': 3, '2xlarge': 4}[self.autopilot.tiers.max])",message="spec.tier must lie within spec.autopilot.tiers.min and max while the auto-pilot is on"
 // +kubebuilder:validation:XValidation:rule="!has(self.autopilot) || !has(self.autopilot.storage) || !has(self.autopilot.storage.maxSize) || !has(self.storage) || !has(self.storage.size) || quantity(string(self.autopilot.storage.maxSize)).compareTo(quantity(string(self.storage.size))) >= 0",message="spec.autopilot.storage.maxSize must not be smaller than spec.storage.size"
+// +kubebuilder:validation:XValidation:rule="!has(self.replication) || !has(self.replication.synchronous) || self.replication.synchronous.count < self.replicas",message="spec.replication.synchronous.count must be less than spec.replicas: commits wait for that many replicas"
+// +kubebuilder:validation:XValidation:rule="!has(self.replication) || !has(self.replication.synchronous) || !has(self.autopilot) || self.autopilot.mode == 'Off' || !has(self.autopilot.replicas) || self.replication.synchronous.count < self.autopilot.replicas.min",message="spec.replication.synchronous.count must be less than spec.autopilot.replicas.min: commits wait for that many replicas"
+// +kubebuilder:validation:XValidation:rule="!has(self.replication) || !has(self.replication.synchronous) || self.engine == 'postgres' || self.replication.synchronous.count == 1",message="spec.replication.synchronous.count must be 1 for mariadb and mysql: semi-synchronous replication waits for one replica"
 type DatabaseSpec struct {
 	// engine is the database engine: postgres, mysql or mariadb. It cannot be
 	// changed after creation.
@@ -173,6 +176,11 @@ type DatabaseSpec struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Auto-pilot",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:fieldGroup:autopilot"}
 	Autopilot *AutopilotSpec `json:"autopilot,omitempty"`
 
+	// replication tunes how the primary's changes reach the replicas.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Replication",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:fieldGroup:replication"}
+	Replication *ReplicationSpec `json:"replication,omitempty"`
+
 	// failover says when a replica replaces a primary that stopped serving.
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Failover",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:fieldGroup:failover"}
@@ -192,6 +200,31 @@ type DatabaseSpec struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Paused",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:booleanSwitch"}
 	Paused bool `json:"paused,omitempty"`
+}
+
+// ReplicationSpec tunes replication.
+type ReplicationSpec struct {
+	// synchronous makes the primary acknowledge a commit only once replicas
+	// have it on disk, so a failover loses no acknowledged commit. Without
+	// it replication is asynchronous: faster commits, but a failover can
+	// lose the last ones the primary acknowledged. While fewer replicas
+	// than required are connected, commits wait.
+	// +optional
+	Synchronous *SynchronousReplication `json:"synchronous,omitempty"`
+}
+
+// SynchronousReplication is how many replicas confirm each commit.
+type SynchronousReplication struct {
+	// count is how many replicas must have each commit before the primary
+	// acknowledges it: any of them (PostgreSQL synchronous_standby_names
+	// ANY count). MariaDB and MySQL use semi-synchronous replication, which
+	// waits for one replica, so count must be 1 there. It must be less
+	// than spec.replicas (and than the auto-pilot's minimum replicas).
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=15
+	Count int32 `json:"count,omitempty"`
 }
 
 // FailoverSpec says when a replica replaces the primary.

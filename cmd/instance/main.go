@@ -89,6 +89,7 @@ func run(args []string, log *slog.Logger) error {
 	clonePort := flags.Int("clone-port", 0, "the primary's engine port (default the engine's)")
 	cloneInstancePort := flags.Int("clone-instance-port", layout.ProbePort, "MariaDB: the port of the primary's instance program, which streams the backup a replica clones")
 	replicationPasswordFile := flags.String("replication-password-file", "", "the replication user's password")
+	semiSync := flags.Bool("semi-sync", false, "MariaDB/MySQL: a primary waits for a replica to acknowledge each commit (the server's configuration sets the rest)")
 	monitoringPasswordFile := flags.String("monitoring-password-file", "", "the monitoring user's password (no monitoring user without it)")
 	if err := flags.Parse(args); err != nil {
 		return err
@@ -106,7 +107,8 @@ func run(args []string, log *slog.Logger) error {
 		}
 		engine = &postgres.Engine{DataDir: *dataDir, ConfigFile: *configFile, SocketDir: *socket, Port: *port, ExtraArgs: flags.Args(), Replication: replication}
 	case string(mysql.MariaDB), string(mysql.MySQL):
-		replication := mysql.Replication{PrimaryHost: *cloneFrom, Port: *clonePort, InstancePort: *cloneInstancePort, Password: r.password, ServerID: r.ordinal + 1}
+		replication := mysql.Replication{PrimaryHost: *cloneFrom, Port: *clonePort, InstancePort: *cloneInstancePort, Password: r.password,
+			ServerID: r.ordinal + 1, SemiSync: *semiSync}
 		if r.replica {
 			replication.CloneFrom = *cloneFrom
 		}

@@ -114,3 +114,39 @@ func TestEngineConfigTakesRaisedConnections(t *testing.T) {
 		t.Errorf("raised connections not rendered:\n%s", content)
 	}
 }
+
+func TestSynchronousReplicationConfig(t *testing.T) {
+	for _, tc := range []struct {
+		engine      dbpilotv1alpha1.Engine
+		count       int32
+		want, never []string
+	}{
+		{dbpilotv1alpha1.EnginePostgres, 0, nil, []string{"synchronous_standby_names"}},
+		{dbpilotv1alpha1.EnginePostgres, 2, []string{"synchronous_standby_names = 'ANY 2 (*)'", "synchronous_commit = on"}, nil},
+		{dbpilotv1alpha1.EngineMariaDB, 0, nil, []string{"rpl_semi_sync"}},
+		// The primary's side is turned on by the instance program once its
+		// own users exist, never by the file.
+		{dbpilotv1alpha1.EngineMariaDB, 1, []string{"rpl_semi_sync_slave_enabled = ON", "rpl_semi_sync_master_wait_point = AFTER_SYNC", "rpl_semi_sync_master_timeout = 2592000000"}, []string{"rpl_semi_sync_master_enabled"}},
+		{dbpilotv1alpha1.EngineMySQL, 1, []string{"plugin-load-add = semisync_source.so", "rpl_semi_sync_replica_enabled = ON"}, []string{"rpl_semi_sync_source_enabled"}},
+	} {
+		db := database(tc.engine, dbpilotv1alpha1.TierSmall, 3)
+		if tc.count > 0 {
+			db.Spec.Replication = &dbpilotv1alpha1.ReplicationSpec{Synchronous: &dbpilotv1alpha1.SynchronousReplication{Count: tc.count}}
+		}
+		_, content := desired.EngineConfig(db)
+		for _, line := range tc.want {
+			if !strings.Contains(content, line+"\n") {
+				t.Errorf("%s synchronous %d: config lacks %q:\n%s", tc.engine, tc.count, line, content)
+			}
+		}
+		for _, s := range tc.never {
+			if strings.Contains(content, s) {
+				t.Errorf("%s synchronous %d: config has %q:\n%s", tc.engine, tc.count, s, content)
+			}
+		}
+		args := strings.Join(desired.PodTemplate(db, imagecatalog.Default()).Spec.Containers[0].Args, " ")
+		if semiSync := strings.Contains(args, "--semi-sync"); semiSync != (tc.count > 0 && tc.engine != dbpilotv1alpha1.EnginePostgres) {
+			t.Errorf("%s synchronous %d: instance arguments %s", tc.engine, tc.count, args)
+		}
+	}
+}

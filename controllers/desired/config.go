@@ -19,21 +19,28 @@ const (
 
 const mib = 1024 * 1024
 
+// semiSyncTimeoutMillis is how long a semi-synchronous primary waits for a
+// replica's acknowledgement before it would fall back to asynchronous
+// replication: 30 days, so in practice it waits.
+const semiSyncTimeoutMillis = 30 * 24 * 3600 * 1000
+
 // EngineConfig renders the engine configuration for the Database's effective
 // tier: the file name in the ConfigMap and its content.
 func EngineConfig(db *dbpilotv1alpha1.Database) (string, string) {
 	size, _ := db.EffectiveTier().Size()
 	memoryMiB := size.Memory.Value() / mib
 	if db.Spec.Engine == dbpilotv1alpha1.EnginePostgres {
-		return PostgresConfigFile, postgresConfig(memoryMiB, db.EffectiveMaxConnections())
+		return PostgresConfigFile, postgresConfig(memoryMiB, db.EffectiveMaxConnections(), db.SynchronousReplicas())
 	}
-	return MySQLConfigFile, mysqlConfig(db.Spec.Engine, memoryMiB, db.EffectiveMaxConnections())
+	return MySQLConfigFile, mysqlConfig(db.Spec.Engine, memoryMiB, db.EffectiveMaxConnections(), db.SynchronousReplicas())
 }
 
 // postgresConfig follows the usual sizing: shared_buffers a quarter of memory,
 // effective_cache_size three quarters, work_mem what is left after shared
 // buffers spread over connections with room for several sorts each.
-func postgresConfig(memoryMiB int64, maxConnections int32) string {
+// With synchronous replicas, a commit is acknowledged once that many
+// replicas, any of them, have flushed it.
+func postgresConfig(memoryMiB int64, maxConnections, synchronous int32) string {
 	sharedBuffers := memoryMiB / 4
 	workMem := max(4, (memoryMiB-sharedBuffers)/(int64(maxConnections)*4))
 	lines := []string{
@@ -58,6 +65,9 @@ func postgresConfig(memoryMiB int64, maxConnections int32) string {
 		"hba_file = '" + PostgresPGData + "/pg_hba.conf'",
 		"ident_file = '" + PostgresPGData + "/pg_ident.conf'",
 	}
+	if synchronous > 0 {
+		lines = append(lines, fmt.Sprintf("synchronous_standby_names = 'ANY %d (*)'", synchronous), "synchronous_commit = on")
+	}
 	return strings.Join(lines, "\n") + "\n"
 }
 
@@ -65,7 +75,13 @@ func postgresConfig(memoryMiB int64, maxConnections int32) string {
 // up to 70 % on larger ones, where the fixed overhead matters less. MySQL
 // replicates by GTID and clones its replicas with the CLONE plugin; MariaDB
 // has GTIDs always and clones with mariadb-backup.
-func mysqlConfig(engine dbpilotv1alpha1.Engine, memoryMiB int64, maxConnections int32) string {
+//
+// With synchronous replication the primary acknowledges a commit once a
+// replica has it (semi-synchronous, after the primary's own sync), and waits
+// for one as long as it takes rather than falling back to asynchronous. The
+// instance program turns the primary's side on once its own users are in
+// place (a new primary has no replica to wait for yet).
+func mysqlConfig(engine dbpilotv1alpha1.Engine, memoryMiB int64, maxConnections, synchronous int32) string {
 	percent := int64(50)
 	if memoryMiB >= 4096 {
 		percent = 70
@@ -88,6 +104,23 @@ func mysqlConfig(engine dbpilotv1alpha1.Engine, memoryMiB int64, maxConnections 
 			"gtid_mode = ON",
 			"enforce_gtid_consistency = ON",
 			"plugin-load-add = mysql_clone.so",
+		)
+	}
+	switch {
+	case synchronous > 0 && engine == dbpilotv1alpha1.EngineMySQL:
+		lines = append(lines,
+			"plugin-load-add = semisync_source.so",
+			"plugin-load-add = semisync_replica.so",
+			"rpl_semi_sync_replica_enabled = ON",
+			"rpl_semi_sync_source_wait_point = AFTER_SYNC",
+			fmt.Sprintf("rpl_semi_sync_source_timeout = %d", semiSyncTimeoutMillis),
+		)
+	case synchronous > 0:
+		lines = append(lines,
+			"rpl_semi_sync_slave_enabled = ON",
+			"rpl_semi_sync_master_wait_point = AFTER_SYNC",
+			"rpl_semi_sync_master_wait_no_slave = ON",
+			fmt.Sprintf("rpl_semi_sync_master_timeout = %d", semiSyncTimeoutMillis),
 		)
 	}
 	return strings.Join(lines, "\n") + "\n"

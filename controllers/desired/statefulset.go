@@ -241,7 +241,7 @@ func instanceArgs(db *dbpilotv1alpha1.Database) []string {
 	// MariaDB replicas clone the primary from a backup its instance
 	// program streams, then replicate by GTID. (MySQL replicas do not
 	// clone yet.)
-	return []string{layout.CommandRun, "--engine=" + string(db.Spec.Engine),
+	args := []string{layout.CommandRun, "--engine=" + string(db.Spec.Engine),
 		"--data-dir=" + profile.DataDir,
 		"--socket=" + path.Join(runDir(db), "mysqld.sock"),
 		"--clone-from=" + db.ServiceHost(db.ReadWriteServiceName()),
@@ -249,6 +249,10 @@ func instanceArgs(db *dbpilotv1alpha1.Database) []string {
 		"--monitoring-password-file=" + path.Join(layout.ReplicationDir, layout.KeyMonitoringPassword),
 		"--designation-dir=" + layout.DesignationDir,
 	}
+	if db.SynchronousReplicas() > 0 {
+		args = append(args, "--semi-sync")
+	}
+	return args
 }
 
 // runDir is where the engine keeps its socket and pid file; an emptyDir,

@@ -252,6 +252,11 @@ func (e *Engine) EnsureUsers(ctx context.Context, creds instance.Credentials) er
 	if creds.MonitoringPassword != "" {
 		statements = append(statements, MonitoringStatements(e.Flavor, creds.MonitoringPassword)...)
 	}
+	if e.Replication.SemiSync {
+		// Last: the statements before must not wait for a replica a
+		// new primary does not have yet.
+		statements = append(statements, semiSyncStatement(e.Flavor))
+	}
 	for _, stmt := range statements {
 		if _, err := db.ExecContext(ctx, stmt.SQL); err != nil {
 			return fmt.Errorf("%s: %w", stmt.What, err)

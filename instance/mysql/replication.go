@@ -48,6 +48,18 @@ type Replication struct {
 	Password string
 	// ServerID is this server's unique replication id.
 	ServerID int
+	// SemiSync makes a primary wait for a replica to acknowledge each
+	// commit; it is turned on once the program's own statements are done.
+	SemiSync bool
+}
+
+// semiSyncStatement turns on the primary's side of semi-synchronous
+// replication.
+func semiSyncStatement(flavor Flavor) Statement {
+	if flavor == MySQL {
+		return Statement{"waiting for a replica to acknowledge each commit", "SET GLOBAL rpl_semi_sync_source_enabled = ON"}
+	}
+	return Statement{"waiting for a replica to acknowledge each commit", "SET GLOBAL rpl_semi_sync_master_enabled = ON"}
 }
 
 // BackupHandler streams a physical backup of the running server

@@ -71,7 +71,11 @@ func (e *Engine) Promote(ctx context.Context, _ layout.PromoteRequest) error {
 		if err := instance.WaitFor(ctx, func(ctx context.Context) error { return relayApplied(ctx, db) }); err != nil {
 			return fmt.Errorf("applying the relay log: %w", err)
 		}
-		for _, stmt := range PromoteStatements() {
+		statements := PromoteStatements()
+		if e.Replication.SemiSync {
+			statements = append(statements, semiSyncStatement(e.Flavor))
+		}
+		for _, stmt := range statements {
 			if _, err := db.ExecContext(ctx, stmt.SQL); err != nil {
 				return fmt.Errorf("%s: %w", stmt.What, err)
 			}

@@ -128,6 +128,9 @@ func (e *Engine) connect(ctx context.Context) (*pgx.Conn, error) {
 	cfg.Port = uint16(e.port())
 	cfg.User = Superuser
 	cfg.Database = "postgres"
+	// The program's own writes (users, slots) do not wait for synchronous
+	// replicas: a new primary has none yet.
+	cfg.RuntimeParams["synchronous_commit"] = "local"
 	return pgx.ConnectConfig(ctx, cfg)
 }
 

@@ -28,7 +28,7 @@ import (
 )
 
 // inProcessNamespaces are watched by the operator this test process runs.
-const inProcessNamespaces = "real-postgres,real-mariadb,real-replicas-postgres,real-replicas-mariadb,real-failover-postgres,real-failover-mariadb"
+const inProcessNamespaces = "real-postgres,real-mariadb,real-replicas-postgres,real-replicas-mariadb,real-failover-postgres,real-failover-mariadb,real-sync-postgres,real-sync-mariadb"
 
 var (
 	cluster   *localcluster.Cluster
