@@ -139,6 +139,10 @@ bench-autopilot: ## Replay the trace suite through the auto-pilot and the HPA ba
 	$(GO) run ./autopilot/cmd/sim --charts out/autopilot
 	$(GO) test -count=1 -run '^$$' -bench BenchmarkDecideCycle -benchtime 3x ./autopilot/
 
+.PHONY: bench-failover
+bench-failover: controlplane ## On the real node: kill the primary's pod under a writer (asynchronous and synchronous replication) and switch over; print write-unavailable seconds and rows lost.
+	$(GO) test -count=1 -p 1 -timeout 30m -run 'TestFailoverKeepsTheDatabaseWritable|TestSynchronousFailoverLosesNothing' -v ./tests/realnode/ | grep -E '^ +failover_test.go:[0-9]+: (failover|switchover) '
+
 .PHONY: bench-controlplane
 bench-controlplane: controlplane ## Print the local control plane's start time and a 3-replica StatefulSet's time to Ready; with a real node, its cold start and a PostgreSQL pod's time to Ready.
 	$(GO) test -count=1 -run '^$$' -bench 'BenchmarkControlPlane|BenchmarkRealNode' -benchtime 3x ./internal/localcluster/

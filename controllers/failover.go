@@ -174,7 +174,8 @@ func (r *DatabaseReconciler) promote(ctx context.Context, s *scope, name string)
 			slots = append(slots, slot)
 		}
 	}
-	if err := postInstance(ctx, pod.Status.PodIP, layout.PromotePath, token, promoteTimeout, layout.PromoteRequest{Slots: slots}, nil); err != nil {
+	req := layout.PromoteRequest{Epoch: s.designation.Epoch, Slots: slots}
+	if err := postInstance(ctx, pod.Status.PodIP, layout.PromotePath, token, promoteTimeout, req, nil); err != nil {
 		return fmt.Errorf("promoting %s: %w", name, err)
 	}
 	return nil
@@ -193,8 +194,9 @@ func (r *DatabaseReconciler) demoteAway(ctx context.Context, s *scope, pod *core
 	}
 	log := logf.FromContext(ctx)
 	ip, name := pod.Status.PodIP, pod.Name
+	req := layout.DemoteRequest{Epoch: s.designation.Epoch}
 	go func() {
-		if err := postInstance(context.Background(), ip, layout.DemotePath, token, demoteTimeout, nil, nil); err != nil {
+		if err := postInstance(context.Background(), ip, layout.DemotePath, token, demoteTimeout, req, nil); err != nil {
 			log.V(1).Info("the replaced primary did not take its demotion (it is fenced by its label and designation)", "pod", name, "error", err.Error())
 		}
 	}()

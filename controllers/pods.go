@@ -23,7 +23,9 @@ func (r *DatabaseReconciler) reconcilePodRoles(ctx context.Context, s *scope) (c
 	if err := r.observe(ctx, s); err != nil {
 		return ctrl.Result{}, err
 	}
-	s.instances = readInstances(ctx, s.pods)
+	if s.instances == nil {
+		s.instances = readInstances(ctx, s.pods)
+	}
 	handover, err := r.switchOver(ctx, s)
 	if err != nil {
 		return ctrl.Result{}, err

@@ -25,25 +25,38 @@ func TestRolloutPartition(t *testing.T) {
 	replicasRolling := appsv1.StatefulSetStatus{ObservedGeneration: 2, CurrentRevision: "a", UpdateRevision: "b", ReadyReplicas: 2, UpdatedReplicas: 1}
 	replicasDone := appsv1.StatefulSetStatus{ObservedGeneration: 2, CurrentRevision: "a", UpdateRevision: "b", ReadyReplicas: 3, UpdatedReplicas: 2}
 	notObserved := appsv1.StatefulSetStatus{ObservedGeneration: 1, CurrentRevision: "a", UpdateRevision: "a", ReadyReplicas: 3, UpdatedReplicas: 3}
+	atZero := primaryPlace{ordinal: 0, switchable: true}
+	atTwo := primaryPlace{ordinal: 2, switchable: true}
+	fixed := primaryPlace{ordinal: 0}
+	stuckAtTwo := primaryPlace{ordinal: 2}
 	cases := []struct {
-		name     string
-		live     *appsv1.StatefulSet
-		hash     string
-		replicas int32
-		want     int32
+		name         string
+		live         *appsv1.StatefulSet
+		hash         string
+		replicas     int32
+		primary      primaryPlace
+		want         int32
+		wantHandover int
 	}{
-		{"no StatefulSet yet", nil, "h1", 3, 0},
-		{"single pod rolls at once", liveStatefulSet("h0", 0, settled), "h1", 1, 0},
-		{"new template holds the primary back", liveStatefulSet("h0", 0, settled), "h1", 3, 1},
-		{"replicas still rolling", liveStatefulSet("h1", 1, replicasRolling), "h1", 3, 1},
-		{"replicas updated and ready release the primary", liveStatefulSet("h1", 1, replicasDone), "h1", 3, 0},
-		{"controller has not observed the template yet", liveStatefulSet("h1", 1, notObserved), "h1", 3, 1},
-		{"settled stays at zero", liveStatefulSet("h1", 0, settled), "h1", 3, 0},
-		{"settled after a finished rollout drops the partition", liveStatefulSet("h1", 1, settled), "h1", 3, 0},
+		{"no StatefulSet yet", nil, "h1", 3, atZero, 0, noHandover},
+		{"single pod rolls at once", liveStatefulSet("h0", 0, settled), "h1", 1, atZero, 0, noHandover},
+		{"new template holds ordinal 0 back", liveStatefulSet("h0", 0, settled), "h1", 3, atZero, 1, noHandover},
+		{"new template with the primary elsewhere: hand it to ordinal 0 first", liveStatefulSet("h0", 0, settled), "h1", 3, atTwo, 3, 0},
+		{"holding until the primary is at ordinal 0", liveStatefulSet("h1", 3, replicasRolling), "h1", 3, atTwo, 3, 0},
+		{"primary at ordinal 0: the others roll", liveStatefulSet("h1", 3, replicasRolling), "h1", 3, atZero, 1, noHandover},
+		{"a primary that cannot move does not hold the rollout", liveStatefulSet("h0", 0, settled), "h1", 3, stuckAtTwo, 1, noHandover},
+		{"replicas still rolling", liveStatefulSet("h1", 1, replicasRolling), "h1", 3, atZero, 1, noHandover},
+		{"replicas updated and ready: hand the primary to ordinal 1 first", liveStatefulSet("h1", 1, replicasDone), "h1", 3, atZero, 1, 1},
+		{"handed over: ordinal 0 rolls, as a replica", liveStatefulSet("h1", 1, replicasDone), "h1", 3, primaryPlace{ordinal: 1, switchable: true}, 0, noHandover},
+		{"a primary that cannot move restarts last", liveStatefulSet("h1", 1, replicasDone), "h1", 3, fixed, 0, noHandover},
+		{"controller has not observed the template yet", liveStatefulSet("h1", 1, notObserved), "h1", 3, atZero, 1, noHandover},
+		{"settled stays at zero", liveStatefulSet("h1", 0, settled), "h1", 3, atZero, 0, noHandover},
+		{"settled after a finished rollout drops the partition", liveStatefulSet("h1", 1, settled), "h1", 3, atZero, 0, noHandover},
 	}
 	for _, tc := range cases {
-		if got := rolloutPartition(tc.live, tc.hash, tc.replicas); got != tc.want {
-			t.Errorf("%s: partition = %d, want %d", tc.name, got, tc.want)
+		got, handover := rolloutPartition(tc.live, tc.hash, tc.replicas, tc.primary)
+		if got != tc.want || handover != tc.wantHandover {
+			t.Errorf("%s: partition = %d, handover %d; want %d, %d", tc.name, got, handover, tc.want, tc.wantHandover)
 		}
 	}
 }

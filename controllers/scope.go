@@ -39,4 +39,7 @@ type scope struct {
 	failoverProblem string
 	// failoverSettled tells the outcome of a failover that ended this pass.
 	failoverSettled string
+	// rolloutHandover is the pod a rollout needs the primary handed over
+	// to before it restarts the primary's pod; empty when none.
+	rolloutHandover string
 }

@@ -44,7 +44,11 @@ func (r *DatabaseReconciler) reconcileStatefulSet(ctx context.Context, s *scope)
 		// stays.
 		opts.Replicas = int32(ordinalOf(d.Primary)) + 1
 	}
-	opts.Partition = rolloutPartition(live, hash, opts.Replicas)
+	var handover int
+	opts.Partition, handover = rolloutPartition(live, hash, opts.Replicas, r.primaryPlace(ctx, s))
+	if handover != noHandover {
+		s.rolloutHandover = db.PodName(handover)
+	}
 	s.replicas = opts.Replicas
 	sts := desired.StatefulSet(db, opts)
 	wrote, err := applyIfChanged(ctx, r.Client, sts, extract)
@@ -117,35 +121,67 @@ func rolloutReplicas(live *appsv1.StatefulSet, templateHash string, want int32, 
 	return want
 }
 
-// rolloutPartition decides the StatefulSet's partition:
+// primaryPlace is where the primary is, for planning a rollout: its
+// ordinal, and whether dbpilot can hand it over to a replica (a failing-over
+// engine whose primary answers as one; a world whose instances do not
+// answer rolls by restart).
+type primaryPlace struct {
+	ordinal    int
+	switchable bool
+}
+
+// noHandover is rolloutPartition's answer when the primary stays put.
+const noHandover = -1
+
+// rolloutPartition decides the StatefulSet's partition, and the ordinal the
+// primary must be handed over to first (noHandover when none), so a new
+// template never restarts the primary while it is one:
 //   - no StatefulSet yet, or a single pod: 0;
-//   - a new template (its hash differs from the live one): 1, so replicas
-//     (ordinals 1..n-1) roll first;
-//   - a rollout in progress with partition 1: 0 once every replica runs the
-//     new revision and all pods are ready, so the primary rolls last;
+//   - a new template (its hash differs from the live one): 1, so the pods
+//     of ordinals 1..n-1 roll first; but when the primary is elsewhere and
+//     can be handed over, no pod (partition n) until it is at ordinal 0;
+//   - holding at n: 1 once the primary is at ordinal 0 (or cannot move);
+//   - rolling with partition 1: once every other pod runs the new revision
+//     and all are ready, the primary is handed over to ordinal 1, updated,
+//     and then 0, so ordinal 0 rolls last, as a replica; a primary that
+//     cannot move restarts last;
 //   - otherwise: 0.
-func rolloutPartition(live *appsv1.StatefulSet, templateHash string, replicas int32) int32 {
+func rolloutPartition(live *appsv1.StatefulSet, templateHash string, replicas int32, primary primaryPlace) (int32, int) {
 	if live == nil || replicas < 2 {
-		return 0
+		return 0, noHandover
 	}
 	if live.Annotations[desired.AnnotationTemplateHash] != templateHash {
-		return 1
+		if primary.switchable && primary.ordinal != 0 {
+			return replicas, 0
+		}
+		return 1, noHandover
 	}
 	partition := int32(0)
 	if live.Spec.UpdateStrategy.RollingUpdate != nil && live.Spec.UpdateStrategy.RollingUpdate.Partition != nil {
 		partition = *live.Spec.UpdateStrategy.RollingUpdate.Partition
 	}
 	if partition == 0 {
-		return 0
+		return 0, noHandover
 	}
 	status := live.Status
 	if status.ObservedGeneration < live.Generation {
 		// The StatefulSet controller has not seen the new template yet.
-		return partition
+		return partition, noHandover
 	}
-	replicasDone := status.UpdatedReplicas >= replicas-1 && status.ReadyReplicas >= replicas
-	if status.UpdateRevision == status.CurrentRevision || replicasDone {
-		return 0
+	if partition > 1 {
+		if primary.switchable && primary.ordinal != 0 {
+			return partition, 0
+		}
+		return 1, noHandover
 	}
-	return partition
+	if status.UpdateRevision == status.CurrentRevision {
+		return 0, noHandover
+	}
+	if status.UpdatedReplicas < replicas-1 || status.ReadyReplicas < replicas {
+		return partition, noHandover
+	}
+	if primary.switchable && primary.ordinal == 0 {
+		return partition, 1
+	}
+	return 0, noHandover
 }

@@ -23,25 +23,49 @@ const switchoverMaxLag = 5 * time.Second
 // receive everything the demoted one wrote.
 const catchUpTimeout = 30 * time.Second
 
-// switchoverTarget is the replica the primary should hand over to, and who
-// asked: the user's dbpilot.io/switchover-to annotation, or, when a scale
-// down would remove the primary's ordinal, the most advanced replica that
-// stays. "" when no switchover is wanted.
-func switchoverTarget(s *scope) (target string, requested bool) {
+// switchoverTarget is the replica the primary should hand over to, and
+// why: the user's dbpilot.io/switchover-to annotation (requested); a scale
+// down that would remove the primary's ordinal (the most advanced replica
+// that stays); a rollout about to restart the primary's pod. "" when no
+// switchover is wanted.
+func switchoverTarget(s *scope) (target, why string, requested bool) {
 	if name := s.db.Annotations[dbpilotv1alpha1.AnnotationSwitchoverTo]; name != "" {
-		return name, true
+		return name, "requested with the " + dbpilotv1alpha1.AnnotationSwitchoverTo + " annotation", true
 	}
 	d := s.designation
-	if d == nil || ordinalOf(d.Primary) < int(s.db.EffectiveReplicas()) {
-		return "", false
+	if d == nil {
+		return "", "", false
 	}
-	var staying []corev1.Pod
-	for i := range s.pods {
-		if ordinalOf(s.pods[i].Name) < int(s.db.EffectiveReplicas()) {
-			staying = append(staying, s.pods[i])
+	if ordinalOf(d.Primary) >= int(s.db.EffectiveReplicas()) {
+		var staying []corev1.Pod
+		for i := range s.pods {
+			if ordinalOf(s.pods[i].Name) < int(s.db.EffectiveReplicas()) {
+				staying = append(staying, s.pods[i])
+			}
 		}
+		return chooseCandidate(s.db.Spec.Engine, staying, s.instances, d.Primary),
+			fmt.Sprintf("spec.replicas %d removes the primary's pod", s.db.EffectiveReplicas()), false
 	}
-	return chooseCandidate(s.db.Spec.Engine, staying, s.instances, d.Primary), false
+	if s.rolloutHandover != "" {
+		return s.rolloutHandover, "a rollout is about to restart the primary's pod", false
+	}
+	return "", "", false
+}
+
+// primaryPlace is where the designated primary is for the rollout, reading
+// the instances' reports (once per pass) to know whether it can move.
+func (r *DatabaseReconciler) primaryPlace(ctx context.Context, s *scope) primaryPlace {
+	d := s.designation
+	if d == nil {
+		return primaryPlace{}
+	}
+	if s.instances == nil {
+		s.instances = readInstances(ctx, s.pods)
+	}
+	return primaryPlace{
+		ordinal:    ordinalOf(d.Primary),
+		switchable: failsOver(s.db) && s.instances[d.Primary].Role == layout.RolePrimary,
+	}
 }
 
 // switchOver hands the primary over to a streaming, caught-up replica with
@@ -53,7 +77,7 @@ func switchoverTarget(s *scope) (target string, requested bool) {
 // Event naming why, and its annotation removed.
 func (r *DatabaseReconciler) switchOver(ctx context.Context, s *scope) (time.Duration, error) {
 	d := s.designation
-	target, requested := switchoverTarget(s)
+	target, why, requested := switchoverTarget(s)
 	if d == nil || target == "" || d.FormerPrimary != "" {
 		return 0, nil
 	}
@@ -85,10 +109,6 @@ func (r *DatabaseReconciler) switchOver(ctx context.Context, s *scope) (time.Dur
 		return 0, fmt.Errorf("designating %s the primary: %w", target, err)
 	}
 	s.designation = &next
-	why := "requested with the " + dbpilotv1alpha1.AnnotationSwitchoverTo + " annotation"
-	if !requested {
-		why = fmt.Sprintf("spec.replicas %d removes the primary's pod", db.EffectiveReplicas())
-	}
 	r.Recorder.Eventf(db, nil, corev1.EventTypeNormal, dbpilotv1alpha1.EventReasonSwitchingOver, "SwitchOver",
 		"Switching the primary over from %s to %s (%s)", d.Primary, target, why)
 	log := logf.FromContext(ctx).WithValues("from", d.Primary, "to", target)
@@ -102,7 +122,7 @@ func (r *DatabaseReconciler) switchOver(ctx context.Context, s *scope) (time.Dur
 		return 0, err
 	}
 	var demoted layout.DemoteResponse
-	if err := postInstance(ctx, former.Status.PodIP, layout.DemotePath, token, demoteTimeout, nil, &demoted); err != nil {
+	if err := postInstance(ctx, former.Status.PodIP, layout.DemotePath, token, demoteTimeout, layout.DemoteRequest{Epoch: next.Epoch}, &demoted); err != nil {
 		// It may have stopped anyway; it is promoted once the former
 		// primary no longer reports itself one (failOver).
 		return failoverPoll, fmt.Errorf("demoting %s: %w", d.Primary, err)

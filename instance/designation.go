@@ -42,6 +42,55 @@ func ReadDesignation(dir string) (Designation, error) {
 	return d, nil
 }
 
+// epochFile, in the state directory, holds the newest designation epoch
+// the instance has learnt of, from its files or from the operator.
+const epochFile = "dbpilot-epoch"
+
+// KnownEpoch is the newest designation epoch remembered in stateDir; 0 when
+// none.
+func KnownEpoch(stateDir string) int64 {
+	data, err := os.ReadFile(filepath.Join(stateDir, epochFile))
+	if err != nil {
+		return 0
+	}
+	epoch, _ := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
+	return epoch
+}
+
+// RememberEpoch keeps epoch in stateDir when it is newer than the one there.
+func RememberEpoch(stateDir string, epoch int64) error {
+	if stateDir == "" || epoch <= KnownEpoch(stateDir) {
+		return nil
+	}
+	return os.WriteFile(filepath.Join(stateDir, epochFile), []byte(strconv.FormatInt(epoch, 10)), 0o600)
+}
+
+// ReadCurrentDesignation reads the designation files in dir, waiting (up to
+// wait) while they are older than the epoch remembered in stateDir: the
+// kubelet updates mounted files a while after the ConfigMap changes, and a
+// stale designation must not decide a role.
+func ReadCurrentDesignation(ctx context.Context, dir, stateDir string, wait time.Duration) (Designation, error) {
+	deadline := time.Now().Add(wait)
+	for {
+		d, err := ReadDesignation(dir)
+		if err != nil {
+			return d, err
+		}
+		known := KnownEpoch(stateDir)
+		if d.Epoch >= known {
+			return d, RememberEpoch(stateDir, d.Epoch)
+		}
+		if time.Now().After(deadline) {
+			return d, fmt.Errorf("the designation files show epoch %d, older than epoch %d this instance was told of", d.Epoch, known)
+		}
+		select {
+		case <-ctx.Done():
+			return d, ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}
+
 // Membership is how the instance takes part in its Database: its name, where
 // the designation is mounted, and the token the operator's requests carry.
 type Membership struct {
@@ -50,6 +99,9 @@ type Membership struct {
 	// DesignationDir holds the designation files; empty: the instance has
 	// no designation to follow (it runs on its own).
 	DesignationDir string
+	// StateDir keeps the newest designation epoch the instance learnt of
+	// across restarts of its container (the pod's run directory).
+	StateDir string
 	// Token authenticates the operator's requests (the replication
 	// password); empty refuses them all.
 	Token func() string
@@ -105,7 +157,9 @@ func watchDesignation(ctx context.Context, m Membership, engine Engine, demote c
 		case <-ticker.C:
 		}
 		d, err := ReadDesignation(m.DesignationDir)
-		if err != nil || d.Primary == m.Self {
+		if err != nil || d.Primary == m.Self || d.Epoch < KnownEpoch(m.StateDir) {
+			// Stale files (the operator promoted this instance at a
+			// newer epoch than they show) decide nothing.
 			continue
 		}
 		check, cancel := context.WithTimeout(ctx, designationCheckInterval)
@@ -124,11 +178,15 @@ func watchDesignation(ctx context.Context, m Membership, engine Engine, demote c
 }
 
 // promoteHandler serves layout.PromotePath.
-func promoteHandler(promoter Promoter) http.Handler {
+func promoteHandler(promoter Promoter, stateDir string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req layout.PromoteRequest
 		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16)).Decode(&req); err != nil {
 			http.Error(w, "the body is not a PromoteRequest", http.StatusBadRequest)
+			return
+		}
+		if err := RememberEpoch(stateDir, req.Epoch); err != nil {
+			http.Error(w, "remembering the epoch failed", http.StatusInternalServerError)
 			return
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Minute)
@@ -143,9 +201,20 @@ func promoteHandler(promoter Promoter) http.Handler {
 
 // demoteHandler serves layout.DemotePath: it hands the request to the
 // supervisor and answers once the engine has stopped.
-func demoteHandler(demote chan<- demotion) http.Handler {
+func demoteHandler(demote chan<- demotion, stateDir string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		req := demotion{why: "the operator asked", done: make(chan demoted, 1)}
+		var body layout.DemoteRequest
+		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16)).Decode(&body); err != nil {
+			http.Error(w, "the body is not a DemoteRequest", http.StatusBadRequest)
+			return
+		}
+		// The next start waits until the files show this epoch, so it
+		// cannot start as the primary from stale ones.
+		if err := RememberEpoch(stateDir, body.Epoch); err != nil {
+			http.Error(w, "remembering the epoch failed", http.StatusInternalServerError)
+			return
+		}
+		req := demotion{why: fmt.Sprintf("the operator asked (epoch %d)", body.Epoch), done: make(chan demoted, 1)}
 		select {
 		case demote <- req:
 		case <-r.Context().Done():

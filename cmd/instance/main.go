@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -94,7 +95,18 @@ func run(args []string, log *slog.Logger) error {
 	if err := flags.Parse(args); err != nil {
 		return err
 	}
-	r, err := readRole(*instanceName, *bootstrapAs, *designationDir, *cloneFrom, *replicationPasswordFile)
+	if *dataDir == "" || *socket == "" {
+		return errors.New("--data-dir and --socket are required")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	// The socket's directory is the pod's run emptyDir, which outlives a
+	// restart of the container: the newest designation epoch is kept there.
+	stateDir := *socket
+	if *engineName != "postgres" {
+		stateDir = filepath.Dir(*socket)
+	}
+	r, err := readRole(ctx, *instanceName, *bootstrapAs, *designationDir, stateDir, *cloneFrom, *replicationPasswordFile)
 	if err != nil {
 		return err
 	}
@@ -119,16 +131,15 @@ func run(args []string, log *slog.Logger) error {
 	if err := refuseNewPrimary(engine, r); err != nil {
 		return err
 	}
-	if *dataDir == "" || *socket == "" {
-		return errors.New("--data-dir and --socket are required")
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
 	files := instance.CredentialFiles{Dir: *credentialsDir, MonitoringPasswordFile: *monitoringPasswordFile}
 	probes := instance.Probes{Address: *probeAddress, MaxReplicaLag: *maxReplicaLag}
-	membership := instance.Membership{Self: r.name, DesignationDir: *designationDir, Token: func() string { return r.password }}
+	membership := instance.Membership{Self: r.name, DesignationDir: *designationDir, StateDir: stateDir, Token: func() string { return r.password }}
 	return instance.Run(ctx, engine, files, probes, membership, log.With("engine", *engineName))
 }
+
+// staleDesignationWait bounds how long an instance waits for its mounted
+// designation to catch up with an epoch it was told of.
+const staleDesignationWait = 5 * time.Minute
 
 // role is what this instance is.
 type role struct {
@@ -141,10 +152,11 @@ type role struct {
 }
 
 // readRole decides whether this instance is the primary or a replica: the
-// one the designation files name is the primary; without them,
+// one the designation files name is the primary (once they show the newest
+// epoch this instance was told of); without them,
 // --bootstrap decides (auto: the instance of ordinal 0, its name ending in
 // -0, is the primary).
-func readRole(name, bootstrapAs, designationDir, cloneFrom, passwordFile string) (role, error) {
+func readRole(ctx context.Context, name, bootstrapAs, designationDir, stateDir, cloneFrom, passwordFile string) (role, error) {
 	if name == "" {
 		host, err := os.Hostname()
 		if err != nil {
@@ -167,7 +179,7 @@ func readRole(name, bootstrapAs, designationDir, cloneFrom, passwordFile string)
 	}
 	switch {
 	case designationDir != "":
-		d, err := instance.ReadDesignation(designationDir)
+		d, err := instance.ReadCurrentDesignation(ctx, designationDir, stateDir, staleDesignationWait)
 		if err != nil {
 			return r, err
 		}

@@ -63,8 +63,8 @@ const (
 	// PromotePath, POSTed a PromoteRequest with the replication password
 	// as a bearer token, makes a replica the primary.
 	PromotePath = "/promote"
-	// DemotePath, POSTed with the replication password as a bearer token,
-	// makes a primary stop cleanly and turn its data into a replica's: the
+	// DemotePath, POSTed a DemoteRequest with the replication password as
+	// a bearer token, makes a primary stop cleanly and turn its data into a replica's: the
 	// program exits, and its next start follows the designated primary. It
 	// answers a DemoteResponse once the engine has stopped.
 	DemotePath = "/demote"
@@ -72,10 +72,19 @@ const (
 
 // PromoteRequest asks a replica to become the primary.
 type PromoteRequest struct {
+	// Epoch is the designation that names it, which its mounted
+	// designation files may not show yet: until they do, they are stale.
+	Epoch int64 `json:"epoch"`
 	// Slots are the physical replication slots (PostgreSQL) the new
 	// primary creates for the other instances, so they keep streaming
 	// through their own.
 	Slots []string `json:"slots,omitempty"`
+}
+
+// DemoteRequest asks a primary to become a replica.
+type DemoteRequest struct {
+	// Epoch is the designation that names another primary.
+	Epoch int64 `json:"epoch"`
 }
 
 // DemoteResponse is where a demoted primary's data ends.

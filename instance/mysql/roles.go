@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/dbpilot/dbpilot/instance"
@@ -107,7 +108,8 @@ func relayApplied(ctx context.Context, db *sql.DB) error {
 	if err != nil {
 		return err
 	}
-	if fields["Master_Log_File"] == fields["Relay_Master_Log_File"] && fields["Read_Master_Log_Pos"] == fields["Exec_Master_Log_Pos"] {
+	caughtUp := fields["Master_Log_File"] == fields["Relay_Master_Log_File"] && fields["Read_Master_Log_Pos"] == fields["Exec_Master_Log_Pos"]
+	if caughtUp || strings.Contains(fields["Slave_SQL_Running_State"], "has read all relay log") {
 		return nil
 	}
 	if fields["Slave_SQL_Running"] != "Yes" {

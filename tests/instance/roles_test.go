@@ -145,9 +145,10 @@ func TestPostgresRolesMove(t *testing.T) {
 	}
 
 	// Switchover: db-0 demoted, db-1 promoted once it has db-0's last WAL.
+	// db-1's files still show epoch 1 (the kubelet has not updated them):
+	// promoted at epoch 2, it does not take them for a demotion.
 	designate(t, pg, designations["db-0"], "db-1", 2)
-	designate(t, pg, designations["db-1"], "db-1", 2)
-	code, answer := db0.post(t, layout.DemotePath, "repl-pass", nil)
+	code, answer := db0.post(t, layout.DemotePath, "repl-pass", layout.DemoteRequest{Epoch: 2})
 	var demoted layout.DemoteResponse
 	if code != http.StatusOK || json.Unmarshal([]byte(answer), &demoted) != nil || demoted.Position == "" {
 		t.Fatalf("demoting db-0: %d %s", code, answer)
@@ -163,12 +164,14 @@ func TestPostgresRolesMove(t *testing.T) {
 	if err := admin1.QueryRow(ctx, "SELECT pg_last_wal_receive_lsn() > $1::pg_lsn", demoted.Position).Scan(&received); err != nil || !received {
 		t.Errorf("db-1 did not receive db-0's WAL up to %s before the promotion (%v)", demoted.Position, err)
 	}
-	if code, answer := db1.post(t, layout.PromotePath, "repl-pass", layout.PromoteRequest{Slots: []string{"db_0"}}); code != http.StatusOK {
+	if code, answer := db1.post(t, layout.PromotePath, "repl-pass", layout.PromoteRequest{Epoch: 2, Slots: []string{"db_0"}}); code != http.StatusOK {
 		t.Fatalf("promoting db-1: %d %s", code, answer)
 	}
+	time.Sleep(5 * time.Second) // the designation watcher reads the stale files twice
 	if role := db1.status(t)["role"]; role != "primary" {
-		t.Errorf("db-1 reports %v after its promotion", role)
+		t.Errorf("db-1 reports %v after its promotion, its designation files stale", role)
 	}
+	designate(t, pg, designations["db-1"], "db-1", 2)
 	write("db-1", "INSERT INTO orders SELECT g FROM generate_series(1001, 1500) g")
 	db0 = start(t, pg, path, following("db-0", "db-1")...)
 	if out := db0.printed(); strings.Contains(out, recloneMessage) {
@@ -186,7 +189,7 @@ func TestPostgresRolesMove(t *testing.T) {
 	// demotes itself; its next start finds it diverged and rewinds it to
 	// db-0's history.
 	designate(t, pg, designations["db-0"], "db-0", 3)
-	if code, answer := db0.post(t, layout.PromotePath, "repl-pass", layout.PromoteRequest{Slots: []string{"db_1"}}); code != http.StatusOK {
+	if code, answer := db0.post(t, layout.PromotePath, "repl-pass", layout.PromoteRequest{Epoch: 3, Slots: []string{"db_1"}}); code != http.StatusOK {
 		t.Fatalf("promoting db-0: %d %s", code, answer)
 	}
 	write("db-0", "INSERT INTO orders SELECT g FROM generate_series(1501, 1600) g")
@@ -227,7 +230,7 @@ func TestPostgresRolesMove(t *testing.T) {
 		return nil
 	})
 	eventually(t, 30*time.Second, "db-1 is promoted", func() error {
-		if code, answer := db1.post(t, layout.PromotePath, "repl-pass", layout.PromoteRequest{Slots: []string{"db_0"}}); code != http.StatusOK {
+		if code, answer := db1.post(t, layout.PromotePath, "repl-pass", layout.PromoteRequest{Epoch: 4, Slots: []string{"db_0"}}); code != http.StatusOK {
 			return fmt.Errorf("%d %s", code, answer)
 		}
 		return nil
@@ -336,7 +339,7 @@ func TestMariaDBRolesMove(t *testing.T) {
 	// Switchover.
 	designate(t, my, designations["db-0"], "db-1", 2)
 	designate(t, my, designations["db-1"], "db-1", 2)
-	code, answer := db0.post(t, layout.DemotePath, "repl-pass", nil)
+	code, answer := db0.post(t, layout.DemotePath, "repl-pass", layout.DemoteRequest{Epoch: 2})
 	var demoted layout.DemoteResponse
 	if code != http.StatusOK || json.Unmarshal([]byte(answer), &demoted) != nil || demoted.Position == "" {
 		t.Fatalf("demoting db-0: %d %s", code, answer)
@@ -350,7 +353,7 @@ func TestMariaDBRolesMove(t *testing.T) {
 		}
 		return nil
 	})
-	if code, answer := db1.post(t, layout.PromotePath, "repl-pass", layout.PromoteRequest{}); code != http.StatusOK {
+	if code, answer := db1.post(t, layout.PromotePath, "repl-pass", layout.PromoteRequest{Epoch: 2}); code != http.StatusOK {
 		t.Fatalf("promoting db-1: %d %s", code, answer)
 	}
 	if role := db1.status(t)["role"]; role != "primary" {
@@ -368,7 +371,7 @@ func TestMariaDBRolesMove(t *testing.T) {
 
 	// Failover while db-1 still runs and takes a write db-0 never sees.
 	designate(t, my, designations["db-0"], "db-0", 3)
-	if code, answer := db0.post(t, layout.PromotePath, "repl-pass", layout.PromoteRequest{}); code != http.StatusOK {
+	if code, answer := db0.post(t, layout.PromotePath, "repl-pass", layout.PromoteRequest{Epoch: 3}); code != http.StatusOK {
 		t.Fatalf("promoting db-0: %d %s", code, answer)
 	}
 	write("db-0", "INSERT INTO orders SELECT seq FROM seq_1501_to_1600")

@@ -1,0 +1,134 @@
+package realnode_test
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
+	"github.com/dbpilot/dbpilot/controllers/desired"
+)
+
+// TestRolloutNeverRestartsThePrimary changes the tier of a two-pod
+// Database of each engine (small to medium: the node's 2 CPUs hold two
+// medium pods) under a continuous writer: the replica restarts first, the primary is
+// handed over to it by a switchover, and only then does the former
+// primary's pod restart, as a replica; at least one pod is ready
+// throughout, no acknowledged row is lost, and the longest write pause is
+// printed.
+func TestRolloutNeverRestartsThePrimary(t *testing.T) {
+	for _, tc := range failoverEngines {
+		t.Run(string(tc.engine), func(t *testing.T) {
+			testRollout(t, tc.replicationSQL, tc.createWrites, tc.insert)
+		})
+	}
+}
+
+func testRollout(t *testing.T, tc replicationSQL, createWrites, insert string) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := "real-rollout-" + string(tc.engine)
+	restrictedNamespace(t, ns)
+	db := newDatabase(ns, "orders", tc.engine, tc.version, 2)
+	g.Expect(k8sClient.Create(ctx, db)).To(Succeed())
+	t.Cleanup(func() { deleteAndWait(NewWithT(t), db) })
+	waitReadyPods(g, db, 2)
+	expectInstances(g, db, 2)
+	session, err := connectApp(ctx, db)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(session.exec(ctx, createWrites)).To(Succeed())
+	session.close()
+
+	// Watch readiness while the writer writes.
+	selector := labels.FormatLabels(db.SelectorLabels())
+	var noneReady atomic.Int32
+	watching := make(chan struct{})
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		for {
+			select {
+			case <-watching:
+				return
+			case <-time.After(250 * time.Millisecond):
+			}
+			pods, err := clientset.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
+			if err != nil {
+				continue
+			}
+			ready := 0
+			for i := range pods.Items {
+				if podIsReady(&pods.Items[i]) {
+					ready++
+				}
+			}
+			if ready == 0 {
+				noneReady.Add(1)
+			}
+		}
+	}()
+	stop := make(chan struct{})
+	results := continuousWriter(db, insert, stop)
+	time.Sleep(2 * time.Second)
+	started := time.Now()
+	g.Eventually(func() error {
+		if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(db), db); err != nil {
+			return err
+		}
+		db.Spec.Tier = dbpilotv1alpha1.TierMedium
+		return k8sClient.Update(ctx, db)
+	}, 10*time.Second, 200*time.Millisecond).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(db), db)).To(Succeed())
+		g.Expect(db.Status.ObservedGeneration).To(Equal(db.Generation))
+		g.Expect(db.Status.Phase).To(Equal(dbpilotv1alpha1.PhaseRunning))
+		g.Expect(db.Status.Tier).To(Equal(dbpilotv1alpha1.TierMedium))
+		g.Expect(db.Status.Instances).To(ConsistOf(
+			dbpilotv1alpha1.InstanceStatus{Name: db.PodName(1), Role: "primary", Ready: true},
+			dbpilotv1alpha1.InstanceStatus{Name: db.PodName(0), Role: "replica", Ready: true, Replicating: true, LagSeconds: ptr.To[int64](0)},
+		))
+		sts, err := clientset.AppsV1().StatefulSets(ns).Get(ctx, db.StatefulSetName(), metav1.GetOptions{})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(sts.Status.UpdatedReplicas).To(Equal(int32(2)))
+		g.Expect(sts.Status.CurrentRevision).To(Equal(sts.Status.UpdateRevision))
+	}, 5*time.Minute, 500*time.Millisecond).Should(Succeed())
+	took := time.Since(started)
+	time.Sleep(2 * time.Second)
+	close(stop)
+	close(watching)
+	<-watched
+	result := <-results
+
+	primary, err := connectApp(ctx, db)
+	g.Expect(err).NotTo(HaveOccurred())
+	defer primary.close()
+	lost := 0
+	for _, id := range result.acknowledged {
+		n, err := primary.queryInt(ctx, fmt.Sprintf("SELECT COUNT(*) FROM writes WHERE id = %d", id))
+		g.Expect(err).NotTo(HaveOccurred())
+		if n == 0 {
+			lost++
+		}
+	}
+	t.Logf("rollout %s rollout_s=%.1f write_unavailable_s=%.1f rows_acknowledged=%d rows_lost=%d",
+		tc.engine, took.Seconds(), result.longestGap.Seconds(), len(result.acknowledged), lost)
+	g.Expect(lost).To(BeZero())
+	g.Expect(noneReady.Load()).To(BeZero(), "a moment without a ready pod")
+	g.Expect(eventNote(g, ns, dbpilotv1alpha1.EventReasonSwitchingOver)).To(ContainSubstring("a rollout is about to restart the primary's pod"))
+	// Both pods run the new template, the former primary's after the
+	// switchover: it restarted as a replica.
+	pods, err := clientset.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, pod := range pods.Items {
+		g.Expect(pod.Annotations).To(HaveKey(dbpilotv1alpha1.AnnotationConfigChecksum))
+		g.Expect(pod.Annotations[dbpilotv1alpha1.AnnotationConfigChecksum]).To(Equal(desired.ConfigChecksum(db)), pod.Name)
+	}
+}
