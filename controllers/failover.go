@@ -71,6 +71,10 @@ func (r *DatabaseReconciler) failOver(ctx context.Context, s *scope) (time.Durat
 		return 0, nil
 	}
 	db, now := s.db, r.clock().Now()
+	if fencedNamed(s, d.Primary) {
+		// Fenced for investigation: the user stopped it on purpose.
+		return 0, nil
+	}
 	pod := podNamed(s.pods, d.Primary)
 	report, answers := s.instances[d.Primary]
 	switch {
@@ -243,7 +247,7 @@ func chooseCandidate(engine dbpilotv1alpha1.Engine, pods []corev1.Pod, reports m
 	for i := range pods {
 		pod := &pods[i]
 		report, ok := reports[pod.Name]
-		if pod.Name == lost || !ok || !pod.DeletionTimestamp.IsZero() || report.Role != layout.RoleReplica || !report.CredentialsApplied {
+		if pod.Name == lost || !ok || !pod.DeletionTimestamp.IsZero() || report.Role != layout.RoleReplica || !report.CredentialsApplied || report.Fenced {
 			continue
 		}
 		position, ok := positionRank(engine, report.Position)

@@ -67,7 +67,7 @@ func readInstance(ctx context.Context, ip string) (layout.InstanceStatus, error)
 }
 
 // instanceStatuses are the pods in status.instances, by name.
-func instanceStatuses(pods []corev1.Pod, reports map[string]layout.InstanceStatus) []dbpilotv1alpha1.InstanceStatus {
+func instanceStatuses(db *dbpilotv1alpha1.Database, pods []corev1.Pod, reports map[string]layout.InstanceStatus) []dbpilotv1alpha1.InstanceStatus {
 	var instances []dbpilotv1alpha1.InstanceStatus
 	for i := range pods {
 		pod := &pods[i]
@@ -77,6 +77,7 @@ func instanceStatuses(pods []corev1.Pod, reports map[string]layout.InstanceStatu
 			Role:        report.Role,
 			Ready:       podReady(pod),
 			Replicating: report.Replicating,
+			Fenced:      fenced(db, pod),
 		}
 		if report.Role == layout.RoleReplica && report.LagSeconds != nil {
 			instance.LagSeconds = ptr.To(int64(math.Round(*report.LagSeconds)))

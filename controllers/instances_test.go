@@ -70,8 +70,36 @@ func TestInstanceStatusesCarryWholeSecondsOfLag(t *testing.T) {
 		"db-0": {Role: layout.RolePrimary},
 		"db-1": {Role: layout.RoleReplica, Replicating: true, LagSeconds: ptr.To(2.6)},
 	}
-	got := instanceStatuses(pods, reports)
-	if len(got) != 2 || got[0].Name != "db-0" || got[0].LagSeconds != nil || got[1].LagSeconds == nil || *got[1].LagSeconds != 3 {
+	db := testDatabase(2)
+	db.Annotations = map[string]string{dbpilotv1alpha1.AnnotationFenced: "db-9, db-1"}
+	got := instanceStatuses(db, pods, reports)
+	if len(got) != 2 || got[0].Name != "db-0" || got[0].LagSeconds != nil || got[1].LagSeconds == nil || *got[1].LagSeconds != 3 ||
+		got[0].Fenced || !got[1].Fenced {
 		t.Errorf("instances %+v", got)
+	}
+}
+
+func TestFencedPods(t *testing.T) {
+	pod := func(name string, annotations map[string]string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: annotations}}
+	}
+	db := testDatabase(3)
+	for _, tc := range []struct {
+		database string
+		pod      *corev1.Pod
+		want     bool
+	}{
+		{"", pod("db-0", nil), false},
+		{"", pod("db-0", map[string]string{dbpilotv1alpha1.AnnotationFenced: "true"}), true},
+		{"", pod("db-0", map[string]string{dbpilotv1alpha1.AnnotationFenced: "false"}), false},
+		{"*", pod("db-2", nil), true},
+		{"db-1,db-2", pod("db-2", nil), true},
+		{"db-1,db-2", pod("db-0", nil), false},
+		{"db-10", pod("db-1", nil), false},
+	} {
+		db.Annotations = map[string]string{dbpilotv1alpha1.AnnotationFenced: tc.database}
+		if got := fenced(db, tc.pod); got != tc.want {
+			t.Errorf("Database %q, pod %s %v: fenced %v, want %v", tc.database, tc.pod.Name, tc.pod.Annotations, got, tc.want)
+		}
 	}
 }

@@ -46,10 +46,15 @@ func (r *DatabaseReconciler) reconcilePodRoles(ctx context.Context, s *scope) (c
 		if !pod.DeletionTimestamp.IsZero() {
 			continue
 		}
-		if err := r.labelRole(ctx, pod, podRole(designated, pod, s.instances)); err != nil {
+		role := podRole(designated, pod, s.instances)
+		if fenced(s.db, pod) {
+			role = dbpilotv1alpha1.RoleFenced
+		}
+		if err := r.labelRole(ctx, pod, role); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
+	r.reconcileFencing(ctx, s)
 	r.dropStaleSlots(ctx, s)
 	result := ctrl.Result{RequeueAfter: again}
 	if len(s.instances) > 0 {

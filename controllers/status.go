@@ -52,7 +52,7 @@ func buildStatus(db *dbpilotv1alpha1.Database, obs observation, now metav1.Time)
 		}
 	}
 	if obs.instances != nil {
-		status.Instances = instanceStatuses(obs.pods, obs.instances)
+		status.Instances = instanceStatuses(db, obs.pods, obs.instances)
 		status.CurrentPrimary = currentPrimary(obs.primary, obs.instances)
 	} else {
 		// Not asked this pass (paused): keep what was reported.

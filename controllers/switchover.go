@@ -145,6 +145,10 @@ func switchoverProblem(s *scope, target string) string {
 	switch {
 	case pod == nil:
 		return fmt.Sprintf("%s is not a pod of this Database", target)
+	case fenced(s.db, pod):
+		return fmt.Sprintf("%s is fenced", target)
+	case fencedNamed(s, d.Primary):
+		return fmt.Sprintf("the primary %s is fenced", d.Primary)
 	case ordinalOf(target) >= int(s.db.EffectiveReplicas()):
 		return fmt.Sprintf("%s is beyond spec.replicas and is being removed", target)
 	case primary == nil || !podReady(primary) || s.instances[d.Primary].Role != layout.RolePrimary:

@@ -138,11 +138,23 @@ func Run(ctx context.Context, engine Engine, files CredentialFiles, probes Probe
 	// Probes are answered from the start: alive while bootstrapping, ready
 	// only once the engine accepts sessions with the credentials applied.
 	demote := make(chan demotion)
-	endpoints := &probeServer{engine: engine, maxReplicaLag: probes.MaxReplicaLag, membership: membership, demote: demote}
+	endpoints := &probeServer{engine: engine, maxReplicaLag: probes.MaxReplicaLag, membership: membership, demote: demote,
+		stopFenced: make(chan chan struct{}), unfenced: make(chan struct{}, 1)}
 	if err := endpoints.start(probes.Address); err != nil {
 		return err
 	}
 	defer endpoints.stop()
+	if isFenced(membership.StateDir) {
+		// Fenced for investigation: the engine stays stopped, the data
+		// untouched, until the operator unfences the instance.
+		log.Info("this instance is fenced: the engine stays stopped until it is unfenced")
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-endpoints.unfenced:
+			return errors.New("unfenced: the next start runs the engine")
+		}
+	}
 	if preparer, ok := engine.(DataPreparer); ok {
 		if err := preparer.PrepareData(ctx, creds, log); err != nil {
 			return err
@@ -167,6 +179,8 @@ func Run(ctx context.Context, engine Engine, files CredentialFiles, probes Probe
 		return fmt.Errorf("starting %s: %w", server.Path, err)
 	}
 	log.Info("engine started", "pid", server.Process.Pid)
+	endpoints.engineRunning.Store(true)
+	defer endpoints.engineRunning.Store(false)
 	exited := make(chan error, 1)
 	go func() { exited <- server.Wait() }()
 
@@ -258,6 +272,10 @@ func Run(ctx context.Context, engine Engine, files CredentialFiles, probes Probe
 			return discard(why)
 		case req := <-demote:
 			return demoteNow(req)
+		case done := <-endpoints.stopFenced:
+			err := stop("fenced")
+			close(done)
+			return fmt.Errorf("fenced (the engine stopped: %s): the next start keeps it stopped until the instance is unfenced", exitDescription(err))
 		case <-ctx.Done():
 			if err := stop("shutdown requested"); err != nil {
 				return fmt.Errorf("engine shutdown: %s", exitDescription(err))

@@ -22,9 +22,15 @@ type probeServer struct {
 	maxReplicaLag time.Duration
 	membership    Membership
 	// demote carries the operator's demotion requests to the supervisor.
-	demote       chan demotion
-	usersApplied atomic.Bool
-	server       *http.Server
+	demote chan demotion
+	// stopFenced asks the supervisor to stop a running engine that was
+	// just fenced; unfenced ends a fenced wait.
+	stopFenced chan chan struct{}
+	unfenced   chan struct{}
+	// engineRunning is true while the supervisor runs the engine.
+	engineRunning atomic.Bool
+	usersApplied  atomic.Bool
+	server        *http.Server
 }
 
 func (p *probeServer) setUsersApplied() { p.usersApplied.Store(true) }
@@ -46,6 +52,8 @@ func (p *probeServer) start(addr string) error {
 	if _, ok := p.engine.(Demoter); ok {
 		mux.Handle("POST "+layout.DemotePath, RequireToken(p.token, demoteHandler(p.demote, p.membership.StateDir)))
 	}
+	mux.Handle("POST "+layout.FencePath, RequireToken(p.token, fenceHandler(p.membership.StateDir, p.stopFenced, p.engineRunning.Load)))
+	mux.Handle("POST "+layout.UnfencePath, RequireToken(p.token, unfenceHandler(p.membership.StateDir, p.unfenced)))
 	if actions, ok := p.engine.(ActionServer); ok {
 		for pattern, handler := range actions.Actions() {
 			mux.Handle(pattern, handler)
@@ -65,6 +73,10 @@ func (p *probeServer) token() string {
 }
 
 func (p *probeServer) readiness(w http.ResponseWriter, r *http.Request) {
+	if isFenced(p.membership.StateDir) {
+		http.Error(w, "fenced: the engine is stopped until the instance is unfenced", http.StatusServiceUnavailable)
+		return
+	}
 	if !p.usersApplied.Load() {
 		http.Error(w, "credentials not applied yet", http.StatusServiceUnavailable)
 		return

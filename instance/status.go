@@ -28,10 +28,16 @@ func (p *probeServer) statusHandler(w http.ResponseWriter, r *http.Request) {
 	}
 	ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
 	defer cancel()
-	status, err := reporter.Status(ctx)
-	if err != nil {
-		http.Error(w, "the engine does not answer", http.StatusServiceUnavailable)
-		return
+	var status Status
+	if isFenced(p.membership.StateDir) && !p.engineRunning.Load() {
+		status.Fenced = true
+	} else {
+		var err error
+		if status, err = reporter.Status(ctx); err != nil {
+			http.Error(w, "the engine does not answer", http.StatusServiceUnavailable)
+			return
+		}
+		status.Fenced = isFenced(p.membership.StateDir)
 	}
 	status.CredentialsApplied = p.usersApplied.Load()
 	if p.membership.DesignationDir != "" {

@@ -74,4 +74,8 @@ const (
 	EventReasonSwitchingOver     = "SwitchingOver"
 	EventReasonSwitchedOver      = "SwitchedOver"
 	EventReasonSwitchoverRefused = "SwitchoverRefused"
+	// EventReasonFenced and EventReasonUnfenced: an instance's engine was
+	// stopped, or started again, by the dbpilot.io/fenced annotation.
+	EventReasonFenced   = "Fenced"
+	EventReasonUnfenced = "Unfenced"
 )

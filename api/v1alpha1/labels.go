@@ -12,7 +12,8 @@ const (
 	LabelComponent = "app.kubernetes.io/component"
 	// LabelDatabase is the Database's name; the selector of every child.
 	LabelDatabase = "dbpilot.io/database"
-	// LabelRole is "primary" or "replica" on pods; the Services select on it.
+	// LabelRole is "primary", "replica" or "fenced" on pods; the Services
+	// select on it.
 	LabelRole = "dbpilot.io/role"
 	// LabelRetainedFrom marks a PersistentVolumeClaim kept after its Database
 	// was deleted with deletionPolicy Retain; the value is the Database's name.
@@ -27,6 +28,12 @@ const (
 	// dbpilot removes it once the switchover is done, or refused (a
 	// Warning Event says why).
 	AnnotationSwitchoverTo = "dbpilot.io/switchover-to"
+	// AnnotationFenced fences instances for investigation: their engine is
+	// stopped cleanly and they leave both Services, and nothing is deleted;
+	// a fenced primary is not failed over. On a Database it names the pods,
+	// comma-separated, or "*" for all; on a pod, "true" fences it. Removing
+	// it starts the engine again.
+	AnnotationFenced = "dbpilot.io/fenced"
 
 	// ManagedByValue is the value of LabelManagedBy.
 	ManagedByValue = "dbpilot"
@@ -35,6 +42,8 @@ const (
 	// RolePrimary and RoleReplica are the values of LabelRole.
 	RolePrimary = "primary"
 	RoleReplica = "replica"
+	// RoleFenced labels a fenced pod, which no Service selects.
+	RoleFenced = "fenced"
 
 	// Finalizer holds a Database until its volumes are dealt with according to
 	// its deletionPolicy.

@@ -132,6 +132,11 @@ type InstanceStatus struct {
 	// instance's /status.
 	// +optional
 	LagSeconds *int64 `json:"lagSeconds,omitempty"`
+
+	// fenced is true while the dbpilot.io/fenced annotation fences the
+	// instance: its engine is stopped and no Service reaches it.
+	// +optional
+	Fenced bool `json:"fenced,omitempty"`
 }
 
 // Endpoints are the in-cluster addresses of a Database.

@@ -68,6 +68,11 @@ const (
 	// program exits, and its next start follows the designated primary. It
 	// answers a DemoteResponse once the engine has stopped.
 	DemotePath = "/demote"
+	// FencePath and UnfencePath, POSTed with the replication password as
+	// a bearer token, stop the engine cleanly and keep it stopped (across
+	// restarts of the container) until the instance is unfenced.
+	FencePath   = "/fence"
+	UnfencePath = "/unfence"
 )
 
 // PromoteRequest asks a replica to become the primary.
@@ -149,6 +154,8 @@ type InstanceStatus struct {
 	// after the ConfigMap changes.
 	DesignatedPrimary string `json:"designatedPrimary,omitempty"`
 	Epoch             int64  `json:"epoch,omitempty"`
+	// Fenced is true while the instance is fenced: its engine does not run.
+	Fenced bool `json:"fenced,omitempty"`
 	// CredentialsApplied is true once the users match the Secret.
 	CredentialsApplied bool `json:"credentialsApplied"`
 }

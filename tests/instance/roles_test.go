@@ -400,3 +400,77 @@ func TestMariaDBRolesMove(t *testing.T) {
 	db1.stop(t)
 	db0.stop(t)
 }
+
+// TestFencing fences a PostgreSQL primary through its instance program: the
+// engine stops cleanly and stays stopped across restarts (not ready, alive,
+// reporting itself fenced, its port closed) until it is unfenced; then it
+// serves its data again. Both requests need the replication password.
+func TestFencing(t *testing.T) {
+	pg := lookup(t, "postgres")
+	ctx := context.Background()
+	path := "/usr/lib/postgresql/15/bin:/usr/bin:/bin"
+	dir := pg.workDir(t)
+	creds := pg.mkdir(t, filepath.Join(dir, "credentials"))
+	sockets := pg.mkdir(t, filepath.Join(dir, "run"))
+	designation := pg.mkdir(t, filepath.Join(dir, "designation"))
+	designate(t, pg, designation, "db-0", 1)
+	credentials(t, pg, creds, "shop", "app-pass", "super-pass")
+	pg.writeFile(t, filepath.Join(dir, "replication-password"), "repl-pass")
+	port := freePort(t)
+	pg.writeFile(t, filepath.Join(dir, "postgresql.conf"), fmt.Sprintf(
+		"listen_addresses = '127.0.0.1'\nport = %d\nunix_socket_directories = '%s'\nshared_buffers = 32MB\n", port, sockets))
+	args := []string{"--engine=postgres", "--data-dir=" + filepath.Join(dir, "pgdata"),
+		"--config-file=" + filepath.Join(dir, "postgresql.conf"), "--socket=" + sockets,
+		"--port=" + strconv.Itoa(port), "--credentials-dir=" + creds, "--instance-name=db-0",
+		"--replication-password-file=" + filepath.Join(dir, "replication-password"),
+		"--designation-dir=" + designation, "--clone-from=127.0.0.1"}
+	p := start(t, pg, path, args...)
+	app, err := pgConnect(ctx, port, "shop", "app-pass", "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := app.Exec(ctx, "CREATE TABLE kept AS SELECT 1 AS id"); err != nil {
+		t.Fatal(err)
+	}
+	app.Close(ctx)
+
+	if code, _ := p.post(t, layout.FencePath, "wrong", nil); code != http.StatusUnauthorized {
+		t.Errorf("fencing with a wrong token: %d, want 401", code)
+	}
+	if code, answer := p.post(t, layout.FencePath, "repl-pass", nil); code != http.StatusOK {
+		t.Fatalf("fencing: %d %s", code, answer)
+	}
+	if err := p.waitExit(t, 30*time.Second); err == nil || !strings.Contains(p.printed(), "fenced") {
+		t.Errorf("the fenced program did not stop its engine and exit (%v)", err)
+	}
+	p = launch(t, pg, path, args...)
+	eventually(t, 30*time.Second, "the fenced instance answers", func() error {
+		if code, body := p.readiness(); code != http.StatusServiceUnavailable || !strings.Contains(body, "fenced") {
+			return fmt.Errorf("readiness %d %s", code, body)
+		}
+		return nil
+	})
+	if status := p.status(t); status["fenced"] != true {
+		t.Errorf("the fenced instance reports %v", status)
+	}
+	if _, err := pgConnect(ctx, port, "shop", "app-pass", "shop"); err == nil {
+		t.Error("a fenced instance's engine takes sessions")
+	}
+	if code, answer := p.post(t, layout.UnfencePath, "repl-pass", nil); code != http.StatusOK {
+		t.Fatalf("unfencing: %d %s", code, answer)
+	}
+	if err := p.waitExit(t, 30*time.Second); err == nil || !strings.Contains(p.printed(), "unfenced") {
+		t.Errorf("the unfenced program did not exit to start again (%v)", err)
+	}
+	p = start(t, pg, path, args...)
+	app, err = pgConnect(ctx, port, "shop", "app-pass", "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Close(ctx)
+	var n int
+	if err := app.QueryRow(ctx, "SELECT count(*) FROM kept").Scan(&n); err != nil || n != 1 {
+		t.Errorf("the data after unfencing: %d %v", n, err)
+	}
+	p.stop(t)
+}

@@ -10,6 +10,7 @@ import (
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -23,7 +24,8 @@ import (
 // handed over to it by a switchover, and only then does the former
 // primary's pod restart, as a replica; at least one pod is ready
 // throughout, no acknowledged row is lost, and the longest write pause is
-// printed.
+// printed. Then the primary is fenced (its engine stopped, out of the -rw
+// Service, not failed over) and unfenced.
 func TestRolloutNeverRestartsThePrimary(t *testing.T) {
 	for _, tc := range failoverEngines {
 		t.Run(string(tc.engine), func(t *testing.T) {
@@ -38,6 +40,8 @@ func testRollout(t *testing.T, tc replicationSQL, createWrites, insert string) {
 	ns := "real-rollout-" + string(tc.engine)
 	restrictedNamespace(t, ns)
 	db := newDatabase(ns, "orders", tc.engine, tc.version, 2)
+	// No delay: a rollout that restarted the primary would fail it over.
+	db.Spec.Failover = &dbpilotv1alpha1.FailoverSpec{DelaySeconds: ptr.To[int32](0)}
 	g.Expect(k8sClient.Create(ctx, db)).To(Succeed())
 	t.Cleanup(func() { deleteAndWait(NewWithT(t), db) })
 	waitReadyPods(g, db, 2)
@@ -123,6 +127,7 @@ func testRollout(t *testing.T, tc replicationSQL, createWrites, insert string) {
 	g.Expect(lost).To(BeZero())
 	g.Expect(noneReady.Load()).To(BeZero(), "a moment without a ready pod")
 	g.Expect(eventNote(g, ns, dbpilotv1alpha1.EventReasonSwitchingOver)).To(ContainSubstring("a rollout is about to restart the primary's pod"))
+	g.Expect(eventNote(g, ns, dbpilotv1alpha1.EventReasonFailingOver)).To(BeEmpty(), "the rollout caused a failover")
 	// Both pods run the new template, the former primary's after the
 	// switchover: it restarted as a replica.
 	pods, err := clientset.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
@@ -131,4 +136,38 @@ func testRollout(t *testing.T, tc replicationSQL, createWrites, insert string) {
 		g.Expect(pod.Annotations).To(HaveKey(dbpilotv1alpha1.AnnotationConfigChecksum))
 		g.Expect(pod.Annotations[dbpilotv1alpha1.AnnotationConfigChecksum]).To(Equal(desired.ConfigChecksum(db)), pod.Name)
 	}
+
+	// Fencing the primary stops its engine and takes it out of the -rw
+	// Service without a failover (delay 0) or a deleted object; unfencing
+	// brings it back as the primary.
+	fence := func(value string) {
+		patch := []byte(`{"metadata":{"annotations":{"` + dbpilotv1alpha1.AnnotationFenced + `":` + value + `}}}`)
+		_, err := clientset.CoreV1().Pods(ns).Patch(ctx, db.PodName(1), types.MergePatchType, patch, metav1.PatchOptions{})
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	fence(`"true"`)
+	g.Eventually(func(g Gomega) {
+		pod, err := clientset.CoreV1().Pods(ns).Get(ctx, db.PodName(1), metav1.GetOptions{})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(pod.Labels).To(HaveKeyWithValue(dbpilotv1alpha1.LabelRole, dbpilotv1alpha1.RoleFenced))
+		g.Expect(podIsReady(pod)).To(BeFalse())
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(db), db)).To(Succeed())
+		g.Expect(db.Status.Instances).To(ContainElement(HaveField("Fenced", BeTrue())))
+	}, 2*time.Minute, 500*time.Millisecond).Should(Succeed())
+	_, err = connectApp(ctx, db)
+	g.Expect(err).To(HaveOccurred(), "the -rw Service reaches a fenced primary")
+	g.Consistently(func(g Gomega) {
+		g.Expect(eventNote(g, ns, dbpilotv1alpha1.EventReasonFailingOver)).To(BeEmpty())
+	}, 15*time.Second, time.Second).Should(Succeed(), "a fenced primary was failed over")
+	g.Expect(eventNote(g, ns, dbpilotv1alpha1.EventReasonFenced)).To(ContainSubstring(db.PodName(1)))
+	fence(`null`)
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(db), db)).To(Succeed())
+		g.Expect(db.Status.CurrentPrimary).To(Equal(db.PodName(1)))
+		g.Expect(available(db)).To(BeTrue())
+		writer, err := connectApp(ctx, db)
+		g.Expect(err).NotTo(HaveOccurred())
+		defer writer.close()
+		g.Expect(writer.exec(ctx, fmt.Sprintf(insert, 1_000_000))).To(Succeed())
+	}, 2*time.Minute, time.Second).Should(Succeed())
 }

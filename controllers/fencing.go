@@ -1,0 +1,65 @@
+package controllers
+
+import (
+	"context"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	logf "sigs.k8s.io/controller-runtime/pkg/log"
+
+	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
+	"github.com/dbpilot/dbpilot/instance/layout"
+)
+
+// fenced reports whether the dbpilot.io/fenced annotation fences a pod: the
+// Database's names it (or is "*"), or the pod's own is "true".
+func fenced(db *dbpilotv1alpha1.Database, pod *corev1.Pod) bool {
+	if pod.Annotations[dbpilotv1alpha1.AnnotationFenced] == "true" {
+		return true
+	}
+	names := strings.Split(db.Annotations[dbpilotv1alpha1.AnnotationFenced], ",")
+	for i := range names {
+		names[i] = strings.TrimSpace(names[i])
+	}
+	return slices.Contains(names, "*") || slices.Contains(names, pod.Name)
+}
+
+// fencedNamed reports whether the pod of a name is fenced.
+func fencedNamed(s *scope, name string) bool {
+	pod := podNamed(s.pods, name)
+	return pod != nil && fenced(s.db, pod)
+}
+
+// reconcileFencing asks the instance programs of fenced pods to stop their
+// engine and keep it stopped, and those of pods no longer fenced that
+// report themselves fenced to start it again. Failures are logged and
+// tried again on the next pass.
+func (r *DatabaseReconciler) reconcileFencing(ctx context.Context, s *scope) {
+	log := logf.FromContext(ctx)
+	var token string
+	for i := range s.pods {
+		pod := &s.pods[i]
+		report, answers := s.instances[pod.Name]
+		want := fenced(s.db, pod)
+		if pod.Status.PodIP == "" || !answers || report.Fenced == want {
+			continue
+		}
+		if token == "" {
+			var err error
+			if token, err = r.replicationPassword(ctx, s.db); err != nil {
+				log.Error(err, "fencing")
+				return
+			}
+		}
+		path, reason, note := layout.UnfencePath, dbpilotv1alpha1.EventReasonUnfenced, "Unfenced %s: its engine starts again"
+		if want {
+			path, reason, note = layout.FencePath, dbpilotv1alpha1.EventReasonFenced, "Fenced %s: its engine is stopped and no Service reaches it; its data is kept"
+		}
+		if err := postInstance(ctx, pod.Status.PodIP, path, token, demoteTimeout, nil, nil); err != nil {
+			log.Error(err, "changing an instance's fence", "pod", pod.Name, "fence", want)
+			continue
+		}
+		r.Recorder.Eventf(s.db, nil, corev1.EventTypeNormal, reason, "Fence", note, pod.Name)
+	}
+}
