@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -379,6 +380,11 @@ func failingOverCondition(s *scope) *metav1.Condition {
 	case s.failoverSettled != "":
 		return &metav1.Condition{Type: dbpilotv1alpha1.ConditionFailingOver, Status: metav1.ConditionFalse,
 			Reason: dbpilotv1alpha1.ReasonPrimaryServing, Message: s.failoverSettled}
+	case d != nil && meta.IsStatusConditionTrue(s.db.Status.Conditions, dbpilotv1alpha1.ConditionFailingOver):
+		// The move ended, but a pass that read the designation before it
+		// did wrote True again: the designation is the truth.
+		return &metav1.Condition{Type: dbpilotv1alpha1.ConditionFailingOver, Status: metav1.ConditionFalse,
+			Reason: dbpilotv1alpha1.ReasonPrimaryServing, Message: fmt.Sprintf("%s is the primary (epoch %d)", d.Primary, d.Epoch)}
 	}
 	return nil
 }

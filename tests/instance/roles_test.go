@@ -59,10 +59,11 @@ func designate(t *testing.T, u osUser, dir, primary string, epoch int) {
 // TestPostgresRolesMove moves the primary between two PostgreSQL instances
 // the ways the operator does: a switchover (the primary demoted on request,
 // the replica promoted once it has everything, the former primary following
-// it without a new clone), and a failover while the former primary still
-// ran (it demotes itself when its designation names another, and clones
-// rewound because it wrote what the new primary never received). Promotion
-// and demotion need the replication password; an empty data directory
+// it without a new clone), a failover while the former primary still ran
+// (it demotes itself when its designation names another, and is rewound
+// because it wrote what the new primary never received), and a failover
+// from a crashed primary (rewound, crash recovery included). Promotion and
+// demotion need the replication password; an empty data directory
 // designated the primary after a failover is refused.
 func TestPostgresRolesMove(t *testing.T) {
 	pg := lookup(t, "postgres")

@@ -153,7 +153,7 @@ func testFailover(t *testing.T, tc replicationSQL, createWrites, insert, countWr
 		cond := meta.FindStatusCondition(db.Status.Conditions, dbpilotv1alpha1.ConditionFailingOver)
 		g.Expect(cond).NotTo(BeNil())
 		g.Expect(cond.Status).To(Equal(metav1.ConditionFalse), "FailingOver: %s", cond.Message)
-		g.Expect(cond.Message).To(ContainSubstring(promoted + " replaced " + former))
+		g.Expect(eventNote(g, ns, dbpilotv1alpha1.EventReasonFailedOver)).To(ContainSubstring(promoted + " replaced " + former))
 	}, 2*time.Minute, 250*time.Millisecond).Should(Succeed())
 	t.Logf("%s: %s promoted and serving %.1fs after the primary's pod was killed", tc.engine, promoted, time.Since(killed).Seconds())
 
@@ -175,15 +175,7 @@ func testFailover(t *testing.T, tc replicationSQL, createWrites, insert, countWr
 	present, err := primary.queryInt(ctx, countWrites)
 	g.Expect(err).NotTo(HaveOccurred())
 	acked := len(result.acknowledged)
-	// Ids are acknowledged in order and only the last ones can be lost.
-	lost := 0
-	for _, id := range result.acknowledged {
-		n, err := primary.queryInt(ctx, fmt.Sprintf("SELECT COUNT(*) FROM writes WHERE id = %d", id))
-		g.Expect(err).NotTo(HaveOccurred())
-		if n == 0 {
-			lost++
-		}
-	}
+	lost := lostRows(g, primary, result.acknowledged)
 	t.Logf("failover %s %s write_unavailable_s=%.1f rows_acknowledged=%d rows_present=%d rows_lost_%s=%d",
 		tc.engine, mode, result.longestGap.Seconds(), acked, present, mode, lost)
 	g.Expect(acked).To(BeNumerically(">", 20), "the writer wrote before and after the failover")
@@ -278,18 +270,24 @@ func switchoverUnderWriter(t *testing.T, g Gomega, db *dbpilotv1alpha1.Database,
 	primary, err := connectApp(ctx, db)
 	g.Expect(err).NotTo(HaveOccurred())
 	defer primary.close()
+	lost := lostRows(g, primary, result.acknowledged)
+	t.Logf("switchover %s to %s: switchover_s=%.1f write_unavailable_s=%.1f rows_acknowledged=%d rows_lost=%d",
+		tc.engine, target, took.Seconds(), result.longestGap.Seconds(), len(result.acknowledged), lost)
+	g.Expect(lost).To(BeZero(), "a switchover loses no acknowledged row")
+	g.Expect(len(result.acknowledged)).To(BeNumerically(">", 20))
+}
+
+// lostRows counts the acknowledged ids the writes table lacks.
+func lostRows(g Gomega, primary sqlSession, acknowledged []int) int {
 	lost := 0
-	for _, id := range result.acknowledged {
-		n, err := primary.queryInt(ctx, fmt.Sprintf("SELECT COUNT(*) FROM writes WHERE id = %d", id))
+	for _, id := range acknowledged {
+		n, err := primary.queryInt(context.Background(), fmt.Sprintf("SELECT COUNT(*) FROM writes WHERE id = %d", id))
 		g.Expect(err).NotTo(HaveOccurred())
 		if n == 0 {
 			lost++
 		}
 	}
-	t.Logf("switchover %s to %s: switchover_s=%.1f write_unavailable_s=%.1f rows_acknowledged=%d rows_lost=%d",
-		tc.engine, target, took.Seconds(), result.longestGap.Seconds(), len(result.acknowledged), lost)
-	g.Expect(lost).To(BeZero(), "a switchover loses no acknowledged row")
-	g.Expect(len(result.acknowledged)).To(BeNumerically(">", 20))
+	return lost
 }
 
 // eventNote is the note of the newest Event of a reason in the namespace.

@@ -114,14 +114,7 @@ func testRollout(t *testing.T, tc replicationSQL, createWrites, insert string) {
 	primary, err := connectApp(ctx, db)
 	g.Expect(err).NotTo(HaveOccurred())
 	defer primary.close()
-	lost := 0
-	for _, id := range result.acknowledged {
-		n, err := primary.queryInt(ctx, fmt.Sprintf("SELECT COUNT(*) FROM writes WHERE id = %d", id))
-		g.Expect(err).NotTo(HaveOccurred())
-		if n == 0 {
-			lost++
-		}
-	}
+	lost := lostRows(g, primary, result.acknowledged)
 	t.Logf("rollout %s rollout_s=%.1f write_unavailable_s=%.1f rows_acknowledged=%d rows_lost=%d",
 		tc.engine, took.Seconds(), result.longestGap.Seconds(), len(result.acknowledged), lost)
 	g.Expect(lost).To(BeZero())
