@@ -42,6 +42,15 @@ func TestOnlyTheDesignatedPrimaryIsLabelledPrimary(t *testing.T) {
 	}
 }
 
+func TestStrayPrimariesAreTheUndesignatedClaimants(t *testing.T) {
+	pods := []corev1.Pod{{ObjectMeta: metav1.ObjectMeta{Name: "db-0"}}, {ObjectMeta: metav1.ObjectMeta{Name: "db-1"}}, {ObjectMeta: metav1.ObjectMeta{Name: "db-2"}}}
+	reports := map[string]layout.InstanceStatus{"db-0": {Role: layout.RolePrimary}, "db-1": {Role: layout.RolePrimary}, "db-2": {Role: layout.RoleReplica}}
+	stray := strayPrimaries("db-1", pods, reports)
+	if len(stray) != 1 || stray[0].Name != "db-0" {
+		t.Errorf("stray primaries %v, want db-0", stray)
+	}
+}
+
 func TestCurrentPrimaryIsTheDesignatedOneServing(t *testing.T) {
 	reports := map[string]layout.InstanceStatus{"a": {Role: layout.RolePrimary}, "b": {Role: layout.RolePrimary}, "c": {Role: layout.RoleReplica}}
 	for designated, want := range map[string]string{"a": "a", "b": "b", "c": "", "d": ""} {

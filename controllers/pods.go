@@ -54,6 +54,11 @@ func (r *DatabaseReconciler) reconcilePodRoles(ctx context.Context, s *scope) (c
 			return ctrl.Result{}, err
 		}
 	}
+	for _, pod := range strayPrimaries(designated, s.pods, s.instances) {
+		if failsOver(s.db) && !fenced(s.db, pod) {
+			r.demoteAway(ctx, s, pod)
+		}
+	}
 	r.reconcileFencing(ctx, s)
 	r.dropStaleSlots(ctx, s)
 	result := ctrl.Result{RequeueAfter: again}
@@ -61,6 +66,20 @@ func (r *DatabaseReconciler) reconcilePodRoles(ctx context.Context, s *scope) (c
 		result = soonest(result, ctrl.Result{RequeueAfter: instancePollInterval})
 	}
 	return result, nil
+}
+
+// strayPrimaries are the pods other than the designated primary whose
+// instance reports itself a primary: a former primary that came back before
+// its mounted designation changed. They are asked to demote themselves
+// (their label keeps them out of the read-write Service meanwhile).
+func strayPrimaries(designated string, pods []corev1.Pod, reports map[string]layout.InstanceStatus) []*corev1.Pod {
+	var stray []*corev1.Pod
+	for i := range pods {
+		if pods[i].Name != designated && reports[pods[i].Name].Role == layout.RolePrimary {
+			stray = append(stray, &pods[i])
+		}
+	}
+	return stray
 }
 
 // podRole is the role a pod is labelled with: primary for the designated

@@ -215,24 +215,31 @@ func Run(ctx context.Context, engine Engine, files CredentialFiles, probes Probe
 	watchCtx, stopWatchingDesignation := context.WithCancel(ctx)
 	defer stopWatchingDesignation()
 	go watchDesignation(watchCtx, membership, engine, demote)
+	// demoteNow demotes the running primary; it returns nil when the
+	// engine was left running (the demotion was refused before it
+	// stopped), so supervision goes on.
 	demoteNow := func(req demotion) error {
 		log.Info("demoting this primary to a replica", "why", req.why)
 		demoter, ok := engine.(Demoter)
 		if !ok {
-			err := errors.New("this engine cannot be demoted")
-			req.done <- demoted{err: err}
-			return err
+			req.done <- demoted{err: errors.New("this engine cannot be demoted")}
+			return nil
 		}
+		stopped := false
 		var stopErr error
 		position, err := demoter.Demote(ctx, func() error {
-			stopErr = stop("demotion")
+			stopped, stopErr = true, stop("demotion")
 			return nil
 		})
 		if err == nil && stopErr != nil {
 			log.Info("the engine's stop reported an error", "error", exitDescription(stopErr))
 		}
 		req.done <- demoted{position: position, err: err}
-		if err != nil {
+		switch {
+		case err != nil && !stopped:
+			log.Info("the demotion was refused; the engine keeps running", "error", err.Error())
+			return nil
+		case err != nil:
 			return fmt.Errorf("demotion: %w", err)
 		}
 		return fmt.Errorf("demoted (%s): the next start follows the designated primary", req.why)
@@ -271,7 +278,9 @@ func Run(ctx context.Context, engine Engine, files CredentialFiles, probes Probe
 		case why := <-unusable:
 			return discard(why)
 		case req := <-demote:
-			return demoteNow(req)
+			if err := demoteNow(req); err != nil {
+				return err
+			}
 		case done := <-endpoints.stopFenced:
 			err := stop("fenced")
 			close(done)
