@@ -42,53 +42,46 @@ func ReadDesignation(dir string) (Designation, error) {
 	return d, nil
 }
 
-// epochFile, in the state directory, holds the newest designation epoch
-// the instance has learnt of, from its files or from the operator.
-const epochFile = "dbpilot-epoch"
+// knownFile, in the state directory, holds the newest designation the
+// instance has learnt of from the operator ("EPOCH PRIMARY"; PRIMARY is
+// empty when it only knows that another instance was designated).
+const knownFile = "dbpilot-designation"
 
-// KnownEpoch is the newest designation epoch remembered in stateDir; 0 when
-// none.
-func KnownEpoch(stateDir string) int64 {
-	data, err := os.ReadFile(filepath.Join(stateDir, epochFile))
+// KnownDesignation is the newest designation remembered in stateDir; epoch
+// 0 when none.
+func KnownDesignation(stateDir string) Designation {
+	data, err := os.ReadFile(filepath.Join(stateDir, knownFile))
 	if err != nil {
-		return 0
+		return Designation{}
 	}
-	epoch, _ := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64)
-	return epoch
+	epoch, primary, _ := strings.Cut(strings.TrimSpace(string(data)), " ")
+	d := Designation{Primary: primary}
+	d.Epoch, _ = strconv.ParseInt(epoch, 10, 64)
+	return d
 }
 
-// RememberEpoch keeps epoch in stateDir when it is newer than the one there.
-func RememberEpoch(stateDir string, epoch int64) error {
-	if stateDir == "" || epoch <= KnownEpoch(stateDir) {
+// RememberDesignation keeps d in stateDir when it is newer than the one
+// there.
+func RememberDesignation(stateDir string, d Designation) error {
+	if stateDir == "" || d.Epoch <= KnownDesignation(stateDir).Epoch {
 		return nil
 	}
-	return os.WriteFile(filepath.Join(stateDir, epochFile), []byte(strconv.FormatInt(epoch, 10)), 0o600)
+	return os.WriteFile(filepath.Join(stateDir, knownFile), []byte(fmt.Sprintf("%d %s", d.Epoch, d.Primary)), 0o600)
 }
 
-// ReadCurrentDesignation reads the designation files in dir, waiting (up to
-// wait) while they are older than the epoch remembered in stateDir: the
+// ReadCurrentDesignation reads the designation files in dir, unless the
+// operator told the instance of a newer one (remembered in stateDir): the
 // kubelet updates mounted files a while after the ConfigMap changes, and a
 // stale designation must not decide a role.
-func ReadCurrentDesignation(ctx context.Context, dir, stateDir string, wait time.Duration) (Designation, error) {
-	deadline := time.Now().Add(wait)
-	for {
-		d, err := ReadDesignation(dir)
-		if err != nil {
-			return d, err
-		}
-		known := KnownEpoch(stateDir)
-		if d.Epoch >= known {
-			return d, RememberEpoch(stateDir, d.Epoch)
-		}
-		if time.Now().After(deadline) {
-			return d, fmt.Errorf("the designation files show epoch %d, older than epoch %d this instance was told of", d.Epoch, known)
-		}
-		select {
-		case <-ctx.Done():
-			return d, ctx.Err()
-		case <-time.After(time.Second):
-		}
+func ReadCurrentDesignation(dir, stateDir string) (Designation, error) {
+	d, err := ReadDesignation(dir)
+	if err != nil {
+		return d, err
 	}
+	if known := KnownDesignation(stateDir); known.Epoch > d.Epoch {
+		return known, nil
+	}
+	return d, nil
 }
 
 // Membership is how the instance takes part in its Database: its name, where
@@ -99,8 +92,9 @@ type Membership struct {
 	// DesignationDir holds the designation files; empty: the instance has
 	// no designation to follow (it runs on its own).
 	DesignationDir string
-	// StateDir keeps the newest designation epoch the instance learnt of
-	// across restarts of its container (the pod's run directory).
+	// StateDir keeps the newest designation the instance learnt of from
+	// the operator across restarts of its container (the pod's run
+	// directory).
 	StateDir string
 	// Token authenticates the operator's requests (the replication
 	// password); empty refuses them all.
@@ -157,7 +151,7 @@ func watchDesignation(ctx context.Context, m Membership, engine Engine, demote c
 		case <-ticker.C:
 		}
 		d, err := ReadDesignation(m.DesignationDir)
-		if err != nil || d.Primary == m.Self || d.Epoch < KnownEpoch(m.StateDir) {
+		if err != nil || d.Primary == m.Self || d.Epoch < KnownDesignation(m.StateDir).Epoch {
 			// Stale files (the operator promoted this instance at a
 			// newer epoch than they show) decide nothing.
 			continue
@@ -178,15 +172,15 @@ func watchDesignation(ctx context.Context, m Membership, engine Engine, demote c
 }
 
 // promoteHandler serves layout.PromotePath.
-func promoteHandler(promoter Promoter, stateDir string) http.Handler {
+func promoteHandler(promoter Promoter, stateDir, self string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req layout.PromoteRequest
 		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16)).Decode(&req); err != nil {
 			http.Error(w, "the body is not a PromoteRequest", http.StatusBadRequest)
 			return
 		}
-		if err := RememberEpoch(stateDir, req.Epoch); err != nil {
-			http.Error(w, "remembering the epoch failed", http.StatusInternalServerError)
+		if err := RememberDesignation(stateDir, Designation{Epoch: req.Epoch, Primary: self}); err != nil {
+			http.Error(w, "remembering the designation failed", http.StatusInternalServerError)
 			return
 		}
 		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Minute)
@@ -208,10 +202,10 @@ func demoteHandler(demote chan<- demotion, stateDir string) http.Handler {
 			http.Error(w, "the body is not a DemoteRequest", http.StatusBadRequest)
 			return
 		}
-		// The next start waits until the files show this epoch, so it
-		// cannot start as the primary from stale ones.
-		if err := RememberEpoch(stateDir, body.Epoch); err != nil {
-			http.Error(w, "remembering the epoch failed", http.StatusInternalServerError)
+		// The next start follows this designation, not stale files
+		// that may still name this instance.
+		if err := RememberDesignation(stateDir, Designation{Epoch: body.Epoch}); err != nil {
+			http.Error(w, "remembering the designation failed", http.StatusInternalServerError)
 			return
 		}
 		req := demotion{why: fmt.Sprintf("the operator asked (epoch %d)", body.Epoch), done: make(chan demoted, 1)}

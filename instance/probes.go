@@ -47,7 +47,7 @@ func (p *probeServer) start(addr string) error {
 	mux.HandleFunc("GET "+layout.ReadinessPath, p.readiness)
 	mux.HandleFunc("GET "+layout.StatusPath, p.statusHandler)
 	if promoter, ok := p.engine.(Promoter); ok {
-		mux.Handle("POST "+layout.PromotePath, RequireToken(p.token, promoteHandler(promoter, p.membership.StateDir)))
+		mux.Handle("POST "+layout.PromotePath, RequireToken(p.token, promoteHandler(promoter, p.membership.StateDir, p.membership.Self)))
 	}
 	if _, ok := p.engine.(Demoter); ok {
 		mux.Handle("POST "+layout.DemotePath, RequireToken(p.token, demoteHandler(p.demote, p.membership.StateDir)))

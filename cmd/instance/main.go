@@ -106,7 +106,7 @@ func run(args []string, log *slog.Logger) error {
 	if *engineName != "postgres" {
 		stateDir = filepath.Dir(*socket)
 	}
-	r, err := readRole(ctx, *instanceName, *bootstrapAs, *designationDir, stateDir, *cloneFrom, *replicationPasswordFile)
+	r, err := readRole(*instanceName, *bootstrapAs, *designationDir, stateDir, *cloneFrom, *replicationPasswordFile)
 	if err != nil {
 		return err
 	}
@@ -137,10 +137,6 @@ func run(args []string, log *slog.Logger) error {
 	return instance.Run(ctx, engine, files, probes, membership, log.With("engine", *engineName))
 }
 
-// staleDesignationWait bounds how long an instance waits for its mounted
-// designation to catch up with an epoch it was told of.
-const staleDesignationWait = 5 * time.Minute
-
 // role is what this instance is.
 type role struct {
 	name    string
@@ -152,11 +148,11 @@ type role struct {
 }
 
 // readRole decides whether this instance is the primary or a replica: the
-// one the designation files name is the primary (once they show the newest
-// epoch this instance was told of); without them,
+// one the designation names is the primary (the files, or the newer one the
+// operator told this instance of); without them,
 // --bootstrap decides (auto: the instance of ordinal 0, its name ending in
 // -0, is the primary).
-func readRole(ctx context.Context, name, bootstrapAs, designationDir, stateDir, cloneFrom, passwordFile string) (role, error) {
+func readRole(name, bootstrapAs, designationDir, stateDir, cloneFrom, passwordFile string) (role, error) {
 	if name == "" {
 		host, err := os.Hostname()
 		if err != nil {
@@ -179,7 +175,7 @@ func readRole(ctx context.Context, name, bootstrapAs, designationDir, stateDir, 
 	}
 	switch {
 	case designationDir != "":
-		d, err := instance.ReadCurrentDesignation(ctx, designationDir, stateDir, staleDesignationWait)
+		d, err := instance.ReadCurrentDesignation(designationDir, stateDir)
 		if err != nil {
 			return r, err
 		}

@@ -126,6 +126,7 @@ func testFailover(t *testing.T, tc replicationSQL, createWrites, insert, countWr
 	}
 	g.Expect(k8sClient.Create(ctx, db)).To(Succeed())
 	t.Cleanup(func() { deleteAndWait(NewWithT(t), db) })
+	logPodsOnFailure(t, db)
 	waitReadyPods(g, db, 2)
 	expectInstances(g, db, 2)
 	var session sqlSession

@@ -44,6 +44,7 @@ func testRollout(t *testing.T, tc replicationSQL, createWrites, insert string) {
 	db.Spec.Failover = &dbpilotv1alpha1.FailoverSpec{DelaySeconds: ptr.To[int32](0)}
 	g.Expect(k8sClient.Create(ctx, db)).To(Succeed())
 	t.Cleanup(func() { deleteAndWait(NewWithT(t), db) })
+	logPodsOnFailure(t, db)
 	waitReadyPods(g, db, 2)
 	expectInstances(g, db, 2)
 	session, err := connectApp(ctx, db)

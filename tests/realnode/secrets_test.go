@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"testing"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -108,4 +109,30 @@ func expectNoInternalPasswords(g Gomega, db *dbpilotv1alpha1.Database) {
 			g.Expect(bytes.Contains([]byte(text), []byte(s))).To(BeFalse(), "an internal password appears in the %s", where)
 		}
 	}
+}
+
+// logPodsOnFailure registers a cleanup that, when the test failed, logs the
+// last lines of the database container of each pod of the Database, this
+// run's and the previous one's: the instance programs tell what they did.
+func logPodsOnFailure(t *testing.T, db *dbpilotv1alpha1.Database) {
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
+		ctx := context.Background()
+		pods, err := clientset.CoreV1().Pods(db.Namespace).List(ctx, metav1.ListOptions{LabelSelector: labels.FormatLabels(db.SelectorLabels())})
+		if err != nil {
+			return
+		}
+		tail := int64(40)
+		for _, pod := range pods.Items {
+			for _, previous := range []bool{true, false} {
+				data, err := clientset.CoreV1().Pods(db.Namespace).GetLogs(pod.Name, &corev1.PodLogOptions{
+					Container: databaseContainer, Previous: previous, TailLines: &tail}).Do(ctx).Raw()
+				if err == nil {
+					t.Logf("%s (previous: %v):\n%s", pod.Name, previous, data)
+				}
+			}
+		}
+	})
 }
