@@ -72,12 +72,13 @@ func (r *DatabaseReconciler) failOver(ctx context.Context, s *scope) (time.Durat
 		return 0, nil
 	}
 	db, now := s.db, r.clock().Now()
-	if fencedNamed(s, d.Primary) {
-		// Fenced for investigation: the user stopped it on purpose.
-		return 0, nil
-	}
 	pod := podNamed(s.pods, d.Primary)
 	report, answers := s.instances[d.Primary]
+	if fencedNamed(s, d.Primary) || report.Fenced {
+		// Fenced for investigation (or about to be unfenced): the user
+		// stopped it on purpose.
+		return 0, nil
+	}
 	switch {
 	case answers && report.Role == layout.RolePrimary:
 		if d.FormerPrimary != "" && pod != nil && podReady(pod) {

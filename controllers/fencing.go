@@ -4,13 +4,19 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
 	"github.com/dbpilot/dbpilot/instance/layout"
+	"github.com/dbpilot/dbpilot/internal/designation"
 )
+
+// unfenceGrace is how long an unfenced primary has to start its engine
+// again before the failover delay counts.
+const unfenceGrace = time.Minute
 
 // fenced reports whether the dbpilot.io/fenced annotation fences a pod: the
 // Database's names it (or is "*"), or the pod's own is "true".
@@ -55,6 +61,16 @@ func (r *DatabaseReconciler) reconcileFencing(ctx context.Context, s *scope) {
 		path, reason, note := layout.UnfencePath, dbpilotv1alpha1.EventReasonUnfenced, "Unfenced %s: its engine starts again"
 		if want {
 			path, reason, note = layout.FencePath, dbpilotv1alpha1.EventReasonFenced, "Fenced %s: its engine is stopped and no Service reaches it; its data is kept"
+		}
+		if !want && s.designation != nil && pod.Name == s.designation.Primary {
+			// The unfenced primary restarts its engine: the failover
+			// delay counts from when it has had time to.
+			restarted, err := designation.Restart(ctx, r.Client, *s.designation, r.clock().Now().Add(unfenceGrace))
+			if err != nil {
+				log.Error(err, "giving the unfenced primary time to start", "pod", pod.Name)
+				continue
+			}
+			s.designation = &restarted
 		}
 		if err := postInstance(ctx, pod.Status.PodIP, path, token, demoteTimeout, nil, nil); err != nil {
 			log.Error(err, "changing an instance's fence", "pod", pod.Name, "fence", want)

@@ -29,8 +29,9 @@ const (
 	// AnnotationReason is why the designation last moved: ReasonFailover
 	// or ReasonSwitchover.
 	AnnotationReason = "dbpilot.io/move-reason"
-	// AnnotationDesignatedAt is when the designation last moved (RFC 3339):
-	// a newly designated primary gets the whole failover delay.
+	// AnnotationDesignatedAt is when the designation last moved, or when an
+	// unfenced primary is due to serve again (RFC 3339): the primary gets
+	// the whole failover delay from then.
 	AnnotationDesignatedAt = "dbpilot.io/designated-at"
 )
 
@@ -96,6 +97,21 @@ func Move(ctx context.Context, c client.Client, d Designation, next, reason stri
 	cm.Annotations[AnnotationReason] = reason
 	cm.Annotations[AnnotationPrimaryLostAt] = lostAt.UTC().Format(time.RFC3339)
 	cm.Annotations[AnnotationDesignatedAt] = now.UTC().Format(time.RFC3339)
+	if err := c.Update(ctx, cm); err != nil {
+		return d, err
+	}
+	return Read(cm)
+}
+
+// Restart gives the designated primary until from to serve before a
+// failover's delay starts counting (an unfenced primary starts its engine
+// again). Like Move, it fails with a Conflict on a stale read.
+func Restart(ctx context.Context, c client.Client, d Designation, from time.Time) (Designation, error) {
+	cm := d.Object.DeepCopy()
+	if cm.Annotations == nil {
+		cm.Annotations = map[string]string{}
+	}
+	cm.Annotations[AnnotationDesignatedAt] = from.UTC().Format(time.RFC3339)
 	if err := c.Update(ctx, cm); err != nil {
 		return d, err
 	}

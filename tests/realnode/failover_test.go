@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,26 +25,30 @@ type writerResult struct {
 	longestGap time.Duration
 }
 
-// continuousWriter inserts increasing ids through the -rw Service, one
-// every 50 ms, reconnecting after every failure, until stop is closed.
-func continuousWriter(db *dbpilotv1alpha1.Database, insert string, stop <-chan struct{}) <-chan writerResult {
-	return continuousWriterFrom(db, insert, 1, stop)
+// writer inserts increasing ids through the -rw Service, one every 50 ms,
+// reconnecting after every failure, until it is finished.
+type writer struct {
+	stop     chan struct{}
+	once     sync.Once
+	done     chan writerResult
+	acked    atomic.Int64
+	finished *writerResult
 }
 
-// continuousWriterFrom is continuousWriter starting at id first.
-func continuousWriterFrom(db *dbpilotv1alpha1.Database, insert string, first int, stop <-chan struct{}) <-chan writerResult {
-	done := make(chan writerResult, 1)
+// startWriter starts a writer of ids from first.
+func startWriter(db *dbpilotv1alpha1.Database, insert string, first int) *writer {
+	w := &writer{stop: make(chan struct{}), done: make(chan writerResult, 1)}
 	go func() {
 		var result writerResult
 		var session sqlSession
 		last := time.Now()
 		for id := first; ; {
 			select {
-			case <-stop:
+			case <-w.stop:
 				if session != nil {
 					session.close()
 				}
-				done <- result
+				w.done <- result
 				return
 			case <-time.After(50 * time.Millisecond):
 			}
@@ -69,10 +74,28 @@ func continuousWriterFrom(db *dbpilotv1alpha1.Database, insert string, first int
 			}
 			last = now
 			result.acknowledged = append(result.acknowledged, id)
+			w.acked.Add(1)
 			id++
 		}
 	}()
-	return done
+	return w
+}
+
+// writesResume waits until the writer has had n more writes acknowledged.
+func (w *writer) writesResume(g Gomega, n int64) {
+	from := w.acked.Load()
+	g.Eventually(w.acked.Load, 2*time.Minute, 100*time.Millisecond).Should(BeNumerically(">=", from+n), "writes through -rw resume")
+}
+
+// finish stops the writer and returns what it saw; later calls return the
+// same.
+func (w *writer) finish() writerResult {
+	w.once.Do(func() {
+		close(w.stop)
+		result := <-w.done
+		w.finished = &result
+	})
+	return *w.finished
 }
 
 // TestFailoverKeepsTheDatabaseWritable kills the primary's pod of a
@@ -137,11 +160,8 @@ func testFailover(t *testing.T, tc replicationSQL, createWrites, insert, countWr
 	g.Expect(session.exec(ctx, createWrites)).To(Succeed())
 	session.close()
 
-	stop := make(chan struct{})
-	var stopOnce sync.Once
-	stopWriter := func() { stopOnce.Do(func() { close(stop) }) }
-	t.Cleanup(stopWriter)
-	results := continuousWriter(db, insert, stop)
+	w := startWriter(db, insert, 1)
+	t.Cleanup(func() { w.finish() })
 	time.Sleep(3 * time.Second)
 
 	// Kill the primary's pod: no grace, as a lost node would.
@@ -165,9 +185,8 @@ func testFailover(t *testing.T, tc replicationSQL, createWrites, insert, countWr
 		g.Expect(db.Status.Instances).To(ContainElement(dbpilotv1alpha1.InstanceStatus{Name: former, Role: "replica", Ready: true, Replicating: true, LagSeconds: ptr.To[int64](0)}))
 	}, 4*time.Minute, 500*time.Millisecond).Should(Succeed())
 	t.Logf("%s: the former primary rejoined as a replica %.1fs after it was killed", tc.engine, time.Since(killed).Seconds())
-	time.Sleep(2 * time.Second)
-	stopWriter()
-	result := <-results
+	w.writesResume(g, 20)
+	result := w.finish()
 
 	primary, err := connectApp(ctx, db)
 	g.Expect(err).NotTo(HaveOccurred())
@@ -254,8 +273,8 @@ func switchoverUnderWriter(t *testing.T, g Gomega, db *dbpilotv1alpha1.Database,
 	base, err := session.queryInt(ctx, "SELECT COALESCE(MAX(id), 0) FROM writes")
 	session.close()
 	g.Expect(err).NotTo(HaveOccurred())
-	stop := make(chan struct{})
-	results := continuousWriterFrom(db, insert, base+1, stop)
+	w := startWriter(db, insert, base+1)
+	defer w.finish()
 	time.Sleep(2 * time.Second)
 	started := time.Now()
 	trigger()
@@ -265,9 +284,8 @@ func switchoverUnderWriter(t *testing.T, g Gomega, db *dbpilotv1alpha1.Database,
 		g.Expect(db.Annotations).NotTo(HaveKey(dbpilotv1alpha1.AnnotationSwitchoverTo))
 	}, 2*time.Minute, 250*time.Millisecond).Should(Succeed())
 	took := time.Since(started)
-	time.Sleep(3 * time.Second)
-	close(stop)
-	result := <-results
+	w.writesResume(g, 20)
+	result := w.finish()
 	primary, err := connectApp(ctx, db)
 	g.Expect(err).NotTo(HaveOccurred())
 	defer primary.close()

@@ -80,8 +80,8 @@ func testRollout(t *testing.T, tc replicationSQL, createWrites, insert string) {
 			}
 		}
 	}()
-	stop := make(chan struct{})
-	results := continuousWriter(db, insert, stop)
+	w := startWriter(db, insert, 1)
+	defer w.finish()
 	time.Sleep(2 * time.Second)
 	started := time.Now()
 	g.Eventually(func() error {
@@ -106,11 +106,10 @@ func testRollout(t *testing.T, tc replicationSQL, createWrites, insert string) {
 		g.Expect(sts.Status.CurrentRevision).To(Equal(sts.Status.UpdateRevision))
 	}, 5*time.Minute, 500*time.Millisecond).Should(Succeed())
 	took := time.Since(started)
-	time.Sleep(2 * time.Second)
-	close(stop)
+	w.writesResume(g, 20)
 	close(watching)
 	<-watched
-	result := <-results
+	result := w.finish()
 
 	primary, err := connectApp(ctx, db)
 	g.Expect(err).NotTo(HaveOccurred())
