@@ -88,7 +88,9 @@ func (r *DatabaseReconciler) failOver(ctx context.Context, s *scope) (time.Durat
 			return failoverPoll, nil
 		}
 		return 0, nil
-	case answers && report.Role == layout.RoleReplica && d.Epoch > 1:
+	case answers && report.Role == layout.RoleReplica:
+		// Designated, but a replica: a move another pass started, or a
+		// Database re-created on volumes a failover had left this way.
 		if d.Reason == designation.ReasonSwitchover && s.instances[d.FormerPrimary].Role == layout.RolePrimary {
 			// The former primary still takes writes: it is promoted only
 			// once it has stopped (its demotion, or its own watcher).
