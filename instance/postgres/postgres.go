@@ -109,7 +109,7 @@ func (e *Engine) ServerCommand() *exec.Cmd {
 	if e.ConfigFile != "" {
 		args = append(args, "-c", "config_file="+e.ConfigFile)
 	}
-	args = append(args, slotWALBoundArgs(e.DataDir)...)
+	args = append(args, walBoundArgs(e.DataDir)...)
 	args = append(args, e.ExtraArgs...)
 	return exec.Command("postgres", args...)
 }

@@ -64,6 +64,10 @@ func startWriter(db *dbpilotv1alpha1.Database, insert string, first int) *writer
 			err := session.exec(ctx, fmt.Sprintf(insert, id))
 			cancel()
 			if err != nil {
+				// The row may have committed without the acknowledgement
+				// (a synchronous commit's wait cut short): the next id is
+				// fresh either way, and only acknowledged ones count.
+				id++
 				session.close()
 				session = nil
 				continue
