@@ -17,8 +17,9 @@ import (
 // reconcileDelete deals with the data as deletionPolicy says, then releases
 // the finalizer; the other children go with the Database through their owner
 // references.
-//   - Retain: every claim, the replication Secret and a generated
-//     credentials Secret (without which the data could not be opened) are
+//   - Retain: every claim, the replication Secret, a generated
+//     credentials Secret (without which the data could not be opened) and
+//     the designation (which volume holds the primary's data) are
 //     labelled with the Database's name and released from their owner, so
 //     nothing collects them.
 //   - Delete: the StatefulSet and then every claim are deleted, and the
@@ -91,6 +92,18 @@ func (r *DatabaseReconciler) retainVolumes(ctx context.Context, db *dbpilotv1alp
 			if err := r.release(ctx, db, secret); err != nil {
 				return fmt.Errorf("retaining Secret %s: %w", name, err)
 			}
+		}
+	}
+	// So does the designation: which volume holds the primary's data is
+	// known only there once a failover has moved it.
+	designation := &corev1.ConfigMap{}
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: db.Namespace, Name: db.DesignationConfigMapName()}, designation)
+	if client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("reading the designation: %w", err)
+	}
+	if err == nil {
+		if err := r.release(ctx, db, designation); err != nil {
+			return fmt.Errorf("retaining the designation: %w", err)
 		}
 	}
 	if len(claims) > 0 {

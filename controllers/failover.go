@@ -33,8 +33,9 @@ const (
 )
 
 // reconcileDesignation reads the designated primary, creating the first
-// designation (the pod of ordinal 0) for a new Database: every pod mounts
-// it, so it exists before the StatefulSet.
+// designation (the pod of ordinal 0) for a new Database, or adopting the one
+// a deleted Database of the same name retained with its volumes: every pod
+// mounts it, so it exists before the StatefulSet.
 func (r *DatabaseReconciler) reconcileDesignation(ctx context.Context, s *scope) (ctrl.Result, error) {
 	db := s.db
 	cm := &corev1.ConfigMap{}
@@ -49,6 +50,15 @@ func (r *DatabaseReconciler) reconcileDesignation(ctx context.Context, s *scope)
 	}
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("reading the designation ConfigMap: %w", err)
+	}
+	if metav1.GetControllerOf(cm) == nil {
+		// Retained when a Database of this name was deleted: its
+		// volumes' primary is still the one it names.
+		cm.OwnerReferences = append(cm.OwnerReferences, db.OwnerReference())
+		delete(cm.Labels, dbpilotv1alpha1.LabelRetainedFrom)
+		if err := r.Client.Update(ctx, cm); err != nil {
+			return ctrl.Result{}, fmt.Errorf("adopting the retained designation: %w", err)
+		}
 	}
 	d, err := designation.Read(cm)
 	if err != nil {

@@ -17,6 +17,14 @@ type DataWatcher interface {
 	Discard() error
 }
 
+// Mender is a DataWatcher that can also repair what needs no new clone: a
+// MariaDB replica whose I/O thread stopped on an error other than a purged
+// position (its primary's address briefly led to another server, say) is
+// started again.
+type Mender interface {
+	Mend(ctx context.Context)
+}
+
 // dataCheckInterval is how often a running replica's data is checked.
 const dataCheckInterval = 10 * time.Second
 
@@ -32,6 +40,9 @@ func watchData(ctx context.Context, watcher DataWatcher, unusable chan<- string)
 		case <-ticker.C:
 			check, cancel := context.WithTimeout(ctx, dataCheckInterval)
 			why := watcher.Unusable(check)
+			if mender, ok := watcher.(Mender); ok && why == "" {
+				mender.Mend(check)
+			}
 			cancel()
 			if why != "" {
 				unusable <- why

@@ -55,6 +55,8 @@ type Engine struct {
 	// logs in with it until a rotated one is applied.
 	// The probes read it while the supervisor writes it.
 	appliedSuperuser atomic.Pointer[string]
+	// promoting is set while a promotion stops replication on purpose.
+	promoting atomic.Bool
 }
 
 var _ instance.Engine = (*Engine)(nil)

@@ -56,6 +56,8 @@ func (e *Engine) Promote(ctx context.Context, _ layout.PromoteRequest) error {
 	if e.Flavor != MariaDB {
 		return errFailoverMySQL
 	}
+	e.promoting.Store(true)
+	defer e.promoting.Store(false)
 	db, err := e.connect(ctx, instance.Credentials{})
 	if err != nil {
 		return err

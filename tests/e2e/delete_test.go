@@ -11,11 +11,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
+	"github.com/dbpilot/dbpilot/instance/layout"
 )
 
 // TestDeleteRetainKeepsData deletes a 2-pod Database with the default
 // deletionPolicy Retain: the volumes and the credentials stay, labelled with
-// the Database's name and free of owners; everything else goes.
+// the Database's name and free of owners; everything else goes. The
+// designation stays too, and a Database created again adopts it.
 func TestDeleteRetainKeepsData(t *testing.T) {
 	t.Parallel()
 	g := NewWithT(t)
@@ -51,6 +53,33 @@ func TestDeleteRetainKeepsData(t *testing.T) {
 	g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "archive-replication"}, replication)).To(Succeed(), "the replication password is kept")
 	g.Expect(replication.Labels).To(HaveKeyWithValue(dbpilotv1alpha1.LabelRetainedFrom, "archive"))
 	g.Expect(replication.OwnerReferences).To(BeEmpty())
+	designation := &corev1.ConfigMap{}
+	g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "archive-primary"}, designation)).To(Succeed(), "the designation is kept")
+	g.Expect(designation.Labels).To(HaveKeyWithValue(dbpilotv1alpha1.LabelRetainedFrom, "archive"))
+	g.Expect(designation.OwnerReferences).To(BeEmpty())
+
+	// As if a failover had moved the primary before the deletion: a
+	// Database created again on the volumes adopts the designation, and
+	// the primary stays where the data says.
+	designation.Data[layout.KeyPrimary], designation.Data[layout.KeyEpoch] = "archive-1", "3"
+	g.Expect(k8sClient.Update(ctx, designation)).To(Succeed())
+	again := newDatabase(ns, "archive", dbpilotv1alpha1.EnginePostgres)
+	again.Spec.Replicas = ptr.To[int32](2)
+	g.Expect(k8sClient.Create(ctx, again)).To(Succeed())
+	waitConverged(g, again)
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(designation), designation)).To(Succeed())
+		g.Expect(designation.Data).To(Equal(map[string]string{layout.KeyPrimary: "archive-1", layout.KeyEpoch: "3"}))
+		g.Expect(designation.OwnerReferences).To(ConsistOf(HaveField("UID", again.UID)))
+		g.Expect(designation.Labels).NotTo(HaveKey(dbpilotv1alpha1.LabelRetainedFrom))
+		for _, pod := range podsOf(g, again) {
+			want := dbpilotv1alpha1.RoleReplica
+			if pod.Name == "archive-1" {
+				want = dbpilotv1alpha1.RolePrimary
+			}
+			g.Expect(pod.Labels).To(HaveKeyWithValue(dbpilotv1alpha1.LabelRole, want), pod.Name)
+		}
+	}, convergeTimeout, pollInterval).Should(Succeed())
 }
 
 // TestDeleteDeleteRemovesData deletes a Database with deletionPolicy Delete:
