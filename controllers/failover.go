@@ -2,8 +2,10 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
+	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -140,6 +142,9 @@ func (r *DatabaseReconciler) failOver(ctx context.Context, s *scope) (time.Durat
 		d.Primary, lostAt.UTC().Format(time.RFC3339), db.FailoverDelay(), candidate)
 	logf.FromContext(ctx).Info("failing over", "from", d.Primary, "to", candidate, "epoch", next.Epoch)
 	if former := podNamed(s.pods, d.Primary); former != nil {
+		if err := r.fenceFrozen(ctx, s, former); err != nil {
+			return 0, err
+		}
 		r.demoteAway(ctx, s, former)
 	}
 	return failoverPoll, r.promote(ctx, s, candidate)
@@ -150,6 +155,50 @@ func (r *DatabaseReconciler) failOver(ctx context.Context, s *scope) (time.Durat
 func failsOver(db *dbpilotv1alpha1.Database) bool {
 	return db.Spec.Engine != dbpilotv1alpha1.EngineMySQL
 }
+
+// fenceFrozen makes sure a replaced primary whose pod still runs but whose
+// instance program does not answer (frozen: its engine may still take
+// writes on connections opened before its label changed) can no longer
+// write, before another instance is promoted: its pod is deleted with a
+// one-second grace, which kills its containers, and the promotion waits
+// until the pod is gone (the volume stays; the StatefulSet makes the pod
+// again, and it rejoins as a replica). An instance program that answers
+// at all, or is gone (its engine dies with it), needs nothing.
+func (r *DatabaseReconciler) fenceFrozen(ctx context.Context, s *scope, pod *corev1.Pod) error {
+	if pod.Status.PodIP == "" || !pod.DeletionTimestamp.IsZero() {
+		return nil
+	}
+	_, err := readInstance(ctx, pod.Status.PodIP)
+	var netErr net.Error
+	if err == nil || !(errors.Is(err, context.DeadlineExceeded) || errors.As(err, &netErr) && netErr.Timeout()) {
+		return nil
+	}
+	uid := pod.UID
+	if err := r.Client.Delete(ctx, pod, client.GracePeriodSeconds(1), client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("deleting the unresponsive former primary's pod %s: %w", pod.Name, err)
+	}
+	r.Recorder.Eventf(s.db, nil, corev1.EventTypeWarning, dbpilotv1alpha1.EventReasonFailingOver, "Fence",
+		"Deleting pod %s: its instance program does not answer, and its engine must not take writes once another instance is the primary (its volume is kept)", pod.Name)
+	// The pod object goes once the kubelet has killed its containers:
+	// only then is the engine certainly stopped. A node that does not
+	// answer never confirms; the promotion then goes ahead after the
+	// wait, for the database's availability.
+	deadline := time.Now().Add(fenceWait)
+	for time.Now().Before(deadline) {
+		current := &corev1.Pod{}
+		err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(pod), current)
+		if apierrors.IsNotFound(err) || (err == nil && current.UID != uid) {
+			return nil
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	logf.FromContext(ctx).Info("the unresponsive former primary's pod was not confirmed gone; promoting anyway", "pod", pod.Name)
+	return nil
+}
+
+// fenceWait bounds how long a failover waits for a frozen former primary's
+// pod to be gone.
+const fenceWait = 30 * time.Second
 
 // settle ends a failover once the new primary serves: an Event and the
 // FailingOver condition say how long writes were unavailable.

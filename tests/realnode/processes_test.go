@@ -1,0 +1,163 @@
+package realnode_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
+)
+
+// hostProcess is a process of a pod's containers as the host sees it.
+type hostProcess struct {
+	pid, ppid int
+	comm      string
+}
+
+// podProcesses lists the host's processes that run in the pod's cgroup.
+func podProcesses(pod *corev1.Pod) []hostProcess {
+	entries, _ := os.ReadDir("/proc")
+	marker := "pod" + string(pod.UID)
+	var found []hostProcess
+	for _, entry := range entries {
+		pid, err := strconv.Atoi(entry.Name())
+		if err != nil {
+			continue
+		}
+		cgroup, err := os.ReadFile(filepath.Join("/proc", entry.Name(), "cgroup"))
+		if err != nil || !strings.Contains(string(cgroup), marker) {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", entry.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...
+		open, close := strings.IndexByte(string(stat), '('), strings.LastIndexByte(string(stat), ')')
+		if open < 0 || close < open {
+			continue
+		}
+		fields := strings.Fields(string(stat)[close+1:])
+		if len(fields) < 2 {
+			continue
+		}
+		ppid, _ := strconv.Atoi(fields[1])
+		found = append(found, hostProcess{pid: pid, ppid: ppid, comm: string(stat)[open+1 : close]})
+	}
+	return found
+}
+
+// podProcess is the host PID of the pod's process named comm whose parent
+// is named parent.
+func podProcess(g Gomega, namespace, name, comm, parent string) int {
+	pod, err := clientset.CoreV1().Pods(namespace).Get(context.Background(), name, metav1.GetOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	processes := podProcesses(pod)
+	byPID := map[int]hostProcess{}
+	for _, p := range processes {
+		byPID[p.pid] = p
+	}
+	for _, p := range processes {
+		if p.comm == comm && byPID[p.ppid].comm == parent {
+			return p.pid
+		}
+	}
+	g.Expect(processes).To(ContainElement(HaveField("comm", comm)), "no %s under %s in pod %s", comm, parent, name)
+	panic("unreachable: the expectation above fails")
+}
+
+// TestFailoverFromProcessFaults fails the primary of a Database of each
+// engine (two pods, failover delay 0) in the two ways a pod can go wrong
+// while it stays: its engine killed (the instance program exits and the
+// kubelet restarts it), and its instance program frozen (SIGSTOP: not
+// ready, its engine still running on connections opened before: the
+// operator deletes its pod before it promotes, so it cannot take writes
+// the new primary never sees). Each time the replica is promoted, writes
+// through -rw resume, at most the last moment's rows are lost, and the
+// former primary comes back as a replica; the longest write pause is
+// printed.
+func TestFailoverFromProcessFaults(t *testing.T) {
+	for _, tc := range failoverEngines {
+		t.Run(string(tc.engine), func(t *testing.T) {
+			testProcessFaults(t, tc.replicationSQL, tc.createWrites, tc.insert)
+		})
+	}
+}
+
+func testProcessFaults(t *testing.T, tc replicationSQL, createWrites, insert string) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := "real-faults-" + string(tc.engine)
+	restrictedNamespace(t, ns)
+	db := newDatabase(ns, "orders", tc.engine, tc.version, 2)
+	db.Spec.Failover = &dbpilotv1alpha1.FailoverSpec{DelaySeconds: ptr.To[int32](0)}
+	g.Expect(k8sClient.Create(ctx, db)).To(Succeed())
+	t.Cleanup(func() { deleteAndWait(NewWithT(t), db) })
+	logPodsOnFailure(t, db)
+	waitReadyPods(g, db, 2)
+	expectInstances(g, db, 2)
+	session, err := connectApp(ctx, db)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(session.exec(ctx, createWrites)).To(Succeed())
+	session.close()
+	engineProcess := "postgres"
+	if tc.engine == dbpilotv1alpha1.EngineMariaDB {
+		engineProcess = "mariadbd"
+	}
+
+	fault := func(what, primary, replica string, inject func() func()) {
+		w := startWriter(db, insert, 1+1_000_000*len(what))
+		defer w.finish()
+		time.Sleep(2 * time.Second)
+		heal := inject()
+		g.Eventually(func(g Gomega) {
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(db), db)).To(Succeed())
+			g.Expect(db.Status.CurrentPrimary).To(Equal(replica))
+		}, 2*time.Minute, 250*time.Millisecond).Should(Succeed(), "%s: the replica is promoted", what)
+		w.writesResume(g, 20)
+		heal()
+		g.Eventually(func(g Gomega) {
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(db), db)).To(Succeed())
+			g.Expect(db.Status.Instances).To(ContainElement(dbpilotv1alpha1.InstanceStatus{Name: primary, Role: "replica", Ready: true, Replicating: true, LagSeconds: ptr.To[int64](0)}))
+		}, 3*time.Minute, 500*time.Millisecond).Should(Succeed(), "%s: the former primary rejoins as a replica", what)
+		result := w.finish()
+		primarySession, err := connectApp(ctx, db)
+		g.Expect(err).NotTo(HaveOccurred())
+		defer primarySession.close()
+		lost := lostRows(g, primarySession, result.acknowledged)
+		t.Logf("failover %s %s write_unavailable_s=%.1f rows_acknowledged=%d rows_lost_async=%d",
+			tc.engine, what, result.longestGap.Seconds(), len(result.acknowledged), lost)
+		// Asynchronous replication may lose the last moment's rows; a
+		// former primary that kept taking writes after the promotion
+		// (split brain) loses seconds of them.
+		g.Expect(lost).To(BeNumerically("<", 10), "%s: the former primary took writes after the promotion", what)
+	}
+
+	fault("engine-killed", db.PodName(0), db.PodName(1), func() func() {
+		pid := podProcess(g, ns, db.PodName(0), engineProcess, "instance")
+		g.Expect(pid).To(BeNumerically(">", 1))
+		g.Expect(syscall.Kill(pid, syscall.SIGKILL)).To(Succeed())
+		return func() {}
+	})
+	fault("instance-program-frozen", db.PodName(1), db.PodName(0), func() func() {
+		pid := podProcess(g, ns, db.PodName(1), "instance", "")
+		g.Expect(pid).To(BeNumerically(">", 1))
+		g.Expect(syscall.Kill(pid, syscall.SIGSTOP)).To(Succeed())
+		thaw := func() { _ = syscall.Kill(pid, syscall.SIGCONT) }
+		t.Cleanup(thaw)
+		return thaw
+	})
+	g.Expect(eventNote(g, ns, dbpilotv1alpha1.EventReasonFailedOver)).To(ContainSubstring(fmt.Sprintf("%s replaced %s", db.PodName(0), db.PodName(1))))
+}
