@@ -150,10 +150,10 @@ func watchDesignation(ctx context.Context, m Membership, engine Engine, demote c
 			return
 		case <-ticker.C:
 		}
-		d, err := ReadDesignation(m.DesignationDir)
-		if err != nil || d.Primary == m.Self || d.Epoch < KnownDesignation(m.StateDir).Epoch {
-			// Stale files (the operator promoted this instance at a
-			// newer epoch than they show) decide nothing.
+		// Stale files (the operator promoted this instance at a newer
+		// epoch than they show) decide nothing.
+		d, err := ReadCurrentDesignation(m.DesignationDir, m.StateDir)
+		if err != nil || d.Primary == m.Self {
 			continue
 		}
 		check, cancel := context.WithTimeout(ctx, designationCheckInterval)

@@ -145,24 +145,11 @@ func testFailover(t *testing.T, tc replicationSQL, createWrites, insert, countWr
 	if synchronous {
 		mode, ns = "sync", "real-sync-"+string(tc.engine)
 	}
-	restrictedNamespace(t, ns)
-	db := newDatabase(ns, "orders", tc.engine, tc.version, 2)
-	db.Spec.Failover = &dbpilotv1alpha1.FailoverSpec{DelaySeconds: ptr.To[int32](0)}
-	if synchronous {
-		db.Spec.Replication = &dbpilotv1alpha1.ReplicationSpec{Synchronous: &dbpilotv1alpha1.SynchronousReplication{Count: 1}}
-	}
-	g.Expect(k8sClient.Create(ctx, db)).To(Succeed())
-	t.Cleanup(func() { deleteAndWait(NewWithT(t), db) })
-	logPodsOnFailure(t, db)
-	waitReadyPods(g, db, 2)
-	expectInstances(g, db, 2)
-	var session sqlSession
-	g.Eventually(func() (err error) {
-		session, err = connectApp(ctx, db)
-		return err
-	}, 10*time.Second, 200*time.Millisecond).Should(Succeed())
-	g.Expect(session.exec(ctx, createWrites)).To(Succeed())
-	session.close()
+	db := twoPodDatabase(t, g, ns, tc, createWrites, func(db *dbpilotv1alpha1.Database) {
+		if synchronous {
+			db.Spec.Replication = &dbpilotv1alpha1.ReplicationSpec{Synchronous: &dbpilotv1alpha1.SynchronousReplication{Count: 1}}
+		}
+	})
 
 	w := startWriter(db, insert, 1)
 	t.Cleanup(func() { w.finish() })
@@ -298,6 +285,32 @@ func switchoverUnderWriter(t *testing.T, g Gomega, db *dbpilotv1alpha1.Database,
 		tc.engine, target, took.Seconds(), result.longestGap.Seconds(), len(result.acknowledged), lost)
 	g.Expect(lost).To(BeZero(), "a switchover loses no acknowledged row")
 	g.Expect(len(result.acknowledged)).To(BeNumerically(">", 20))
+}
+
+// twoPodDatabase creates a two-pod Database of the engine in namespace ns
+// with failover delay 0 (change applies the test's own settings), waits
+// until its primary and replica serve, and creates the writes table.
+func twoPodDatabase(t *testing.T, g Gomega, ns string, tc replicationSQL, createWrites string, change func(*dbpilotv1alpha1.Database)) *dbpilotv1alpha1.Database {
+	ctx := context.Background()
+	restrictedNamespace(t, ns)
+	db := newDatabase(ns, "orders", tc.engine, tc.version, 2)
+	db.Spec.Failover = &dbpilotv1alpha1.FailoverSpec{DelaySeconds: ptr.To[int32](0)}
+	if change != nil {
+		change(db)
+	}
+	g.Expect(k8sClient.Create(ctx, db)).To(Succeed())
+	t.Cleanup(func() { deleteAndWait(NewWithT(t), db) })
+	logPodsOnFailure(t, db)
+	waitReadyPods(g, db, 2)
+	expectInstances(g, db, 2)
+	var session sqlSession
+	g.Eventually(func() (err error) {
+		session, err = connectApp(ctx, db)
+		return err
+	}, 10*time.Second, 200*time.Millisecond).Should(Succeed())
+	defer session.close()
+	g.Expect(session.exec(ctx, createWrites)).To(Succeed())
+	return db
 }
 
 // lostRows counts the acknowledged ids the writes table lacks.

@@ -100,18 +100,7 @@ func testProcessFaults(t *testing.T, tc replicationSQL, createWrites, insert str
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := "real-faults-" + string(tc.engine)
-	restrictedNamespace(t, ns)
-	db := newDatabase(ns, "orders", tc.engine, tc.version, 2)
-	db.Spec.Failover = &dbpilotv1alpha1.FailoverSpec{DelaySeconds: ptr.To[int32](0)}
-	g.Expect(k8sClient.Create(ctx, db)).To(Succeed())
-	t.Cleanup(func() { deleteAndWait(NewWithT(t), db) })
-	logPodsOnFailure(t, db)
-	waitReadyPods(g, db, 2)
-	expectInstances(g, db, 2)
-	session, err := connectApp(ctx, db)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(session.exec(ctx, createWrites)).To(Succeed())
-	session.close()
+	db := twoPodDatabase(t, g, ns, tc, createWrites, nil)
 	engineProcess := "postgres"
 	if tc.engine == dbpilotv1alpha1.EngineMariaDB {
 		engineProcess = "mariadbd"

@@ -38,19 +38,9 @@ func testRollout(t *testing.T, tc replicationSQL, createWrites, insert string) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := "real-rollout-" + string(tc.engine)
-	restrictedNamespace(t, ns)
-	db := newDatabase(ns, "orders", tc.engine, tc.version, 2)
-	// No delay: a rollout that restarted the primary would fail it over.
-	db.Spec.Failover = &dbpilotv1alpha1.FailoverSpec{DelaySeconds: ptr.To[int32](0)}
-	g.Expect(k8sClient.Create(ctx, db)).To(Succeed())
-	t.Cleanup(func() { deleteAndWait(NewWithT(t), db) })
-	logPodsOnFailure(t, db)
-	waitReadyPods(g, db, 2)
-	expectInstances(g, db, 2)
-	session, err := connectApp(ctx, db)
-	g.Expect(err).NotTo(HaveOccurred())
-	g.Expect(session.exec(ctx, createWrites)).To(Succeed())
-	session.close()
+	// Failover delay 0: a rollout that restarted the primary would fail
+	// it over.
+	db := twoPodDatabase(t, g, ns, tc, createWrites, nil)
 
 	// Watch readiness while the writer writes.
 	selector := labels.FormatLabels(db.SelectorLabels())
