@@ -437,7 +437,7 @@ func failingOverCondition(s *scope) *metav1.Condition {
 			Reason: dbpilotv1alpha1.ReasonNoCandidate, Message: s.failoverProblem}
 	case d != nil && d.FormerPrimary != "":
 		return &metav1.Condition{Type: dbpilotv1alpha1.ConditionFailingOver, Status: metav1.ConditionTrue,
-			Reason: dbpilotv1alpha1.ReasonPromoting,
+			Reason:  dbpilotv1alpha1.ReasonPromoting,
 			Message: fmt.Sprintf("Primary %s has not taken writes since %s (%s): promoting %s", d.FormerPrimary, d.PrimaryLostAt.UTC().Format(time.RFC3339), d.Reason, d.Primary)}
 	case s.failoverSettled != "":
 		return &metav1.Condition{Type: dbpilotv1alpha1.ConditionFailingOver, Status: metav1.ConditionFalse,

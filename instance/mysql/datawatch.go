@@ -47,7 +47,6 @@ func restartable(fields map[string]string) bool {
 	return errno != "" && errno != "0" && errno != errGTIDNotInPrimaryBinlog
 }
 
-
 // Unusable reports a MariaDB replica whose position its primary cannot
 // serve any more.
 func (e *Engine) Unusable(ctx context.Context) string {
