@@ -20,6 +20,7 @@ OPM_VERSION ?= v1.69.0
 COREDNS_VERSION ?= v1.13.1
 OLM_VERSION ?= v0.38.0
 GRPC_HEALTH_PROBE_VERSION ?= v0.4.40
+VERSITYGW_VERSION ?= v1.8.0
 
 # The bundle: channels follow the stable/fast/candidate naming.
 CHANNELS ?= candidate,fast,stable
@@ -55,12 +56,13 @@ OPM := $(LOCALBIN)/opm/$(OPM_VERSION)/opm
 COREDNS := $(LOCALBIN)/coredns/$(COREDNS_VERSION)/coredns
 OLM_DIR := $(LOCALBIN)/olm/$(OLM_VERSION)
 GRPC_HEALTH_PROBE := $(LOCALBIN)/grpc-health-probe/$(GRPC_HEALTH_PROBE_VERSION)/grpc_health_probe
+VERSITYGW := $(LOCALBIN)/versitygw/$(VERSITYGW_VERSION)/versitygw
 KUBECTL := $(LOCALBIN)/kubectl
 BUILD_TOOL := hack/build-tool.sh
 
 # Progress of tool builds: "[n/m] building X", where m counts the tools that
 # are missing when make starts.
-TOOL_FILES = $(KUBE_DIR)/.built $(ETCD) $(KWOK) $(CONTROLLER_GEN) $(KUSTOMIZE) $(OPERATOR_SDK) $(OPM) $(COREDNS) $(OLM_DIR)/.built $(GRPC_HEALTH_PROBE)
+TOOL_FILES = $(KUBE_DIR)/.built $(ETCD) $(KWOK) $(CONTROLLER_GEN) $(KUSTOMIZE) $(OPERATOR_SDK) $(OPM) $(COREDNS) $(OLM_DIR)/.built $(GRPC_HEALTH_PROBE) $(VERSITYGW)
 export BUILD_TOTAL := $(words $(filter-out $(wildcard $(TOOL_FILES)),$(TOOL_FILES)))
 export BUILD_COUNTER := $(LOCALBIN)/.build-count-$(shell echo $$PPID)
 
@@ -244,7 +246,7 @@ CONTROLPLANE_STAMP := $(CONTROLPLANE)/.$(KUBE_VERSION)-$(ETCD_VERSION)-$(KWOK_VE
 
 controlplane: $(CONTROLPLANE_STAMP) $(KUBECTL) ## Build the local cluster's binaries (control plane, kwok, the real node's, OLM's), linked into bin/controlplane.
 
-$(CONTROLPLANE_STAMP): $(KUBE_DIR)/.built $(ETCD) $(KWOK) $(COREDNS) $(OLM_DIR)/.built $(GRPC_HEALTH_PROBE) $(OPM)
+$(CONTROLPLANE_STAMP): $(KUBE_DIR)/.built $(ETCD) $(KWOK) $(COREDNS) $(OLM_DIR)/.built $(GRPC_HEALTH_PROBE) $(OPM) $(VERSITYGW)
 	rm -rf $(CONTROLPLANE) && mkdir -p $(CONTROLPLANE)/kwok-stages
 	for b in kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl; do ln -s $(KUBE_DIR)/$$b $(CONTROLPLANE)/$$b; done
 	for b in olm catalog copy-content cpb crds; do ln -s $(OLM_DIR)/$$b $(CONTROLPLANE)/olm-$$b; done
@@ -253,6 +255,7 @@ $(CONTROLPLANE_STAMP): $(KUBE_DIR)/.built $(ETCD) $(KWOK) $(COREDNS) $(OLM_DIR)/
 	ln -s $(COREDNS) $(CONTROLPLANE)/coredns
 	ln -s $(GRPC_HEALTH_PROBE) $(CONTROLPLANE)/grpc_health_probe
 	ln -s $(OPM) $(CONTROLPLANE)/opm
+	ln -s $(VERSITYGW) $(CONTROLPLANE)/versitygw
 	stages=$$($(GO) env GOMODCACHE)/sigs.k8s.io/kwok@$(KWOK_VERSION)/kustomize/stage; \
 	cp $$stages/node/fast/node-initialize.yaml $$stages/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml \
 	   $$stages/pod/fast/pod-ready.yaml $$stages/pod/fast/pod-complete.yaml $$stages/pod/fast/pod-delete.yaml $(CONTROLPLANE)/kwok-stages/
@@ -315,6 +318,10 @@ $(OLM_DIR)/.built: hack/tools/olm-operators/go.mod hack/tools/olm-operators/go.s
 $(GRPC_HEALTH_PROBE): hack/tools/grpc-health-probe/go.mod hack/tools/grpc-health-probe/go.sum
 	cd hack/tools/grpc-health-probe && ../../../$(BUILD_TOOL) "grpc_health_probe $(GRPC_HEALTH_PROBE_VERSION)" \
 		env CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(GRPC_HEALTH_PROBE) github.com/grpc-ecosystem/grpc-health-probe
+
+$(VERSITYGW): hack/tools/versitygw/go.mod hack/tools/versitygw/go.sum
+	cd hack/tools/versitygw && ../../../$(BUILD_TOOL) "versitygw $(VERSITYGW_VERSION) (S3 server for the backup tests)" \
+		env CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(VERSITYGW) github.com/versity/versitygw/cmd/versitygw
 
 .PHONY: realnode-tools
 realnode-tools: $(COREDNS) $(OLM_DIR)/.built $(GRPC_HEALTH_PROBE) ## Build the real node's extra tools: CoreDNS, OLM's operators, grpc_health_probe.

@@ -1,0 +1,171 @@
+// Package s3server runs a real S3 server for tests and demos: versitygw
+// (built by the Makefile into bin/controlplane) with its POSIX backend in a
+// temporary directory, listening on one address the caller chooses
+// (127.0.0.1, or the real node's bridge so pods reach it).
+package s3server
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
+)
+
+// Config says how to run the server.
+type Config struct {
+	// Binary is the versitygw program.
+	Binary string
+	// Host is the address to listen on; 127.0.0.1 when empty. The port is
+	// chosen free.
+	Host string
+	// Dir is the backend's directory (each subdirectory a bucket); a
+	// temporary one, removed by Stop, when empty.
+	Dir string
+}
+
+// Server is a running versitygw.
+type Server struct {
+	// Endpoint is its URL, http://HOST:PORT.
+	Endpoint string
+	// AccessKey and SecretKey are the root user's credentials, random for
+	// each server.
+	AccessKey, SecretKey string
+	// Dir is the backend's directory.
+	Dir string
+
+	cmd     *exec.Cmd
+	ownsDir bool
+	exited  chan error
+}
+
+// Start runs the server and waits until it answers signed requests.
+func Start(ctx context.Context, cfg Config) (*Server, error) {
+	host := cfg.Host
+	if host == "" {
+		host = "127.0.0.1"
+	}
+	port, err := freePort(host)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{Endpoint: fmt.Sprintf("http://%s", net.JoinHostPort(host, fmt.Sprint(port))),
+		AccessKey: "dbpilot" + randomHex(6), SecretKey: randomHex(20), Dir: cfg.Dir, exited: make(chan error, 1)}
+	if s.Dir == "" {
+		if s.Dir, err = os.MkdirTemp("", "s3server-"); err != nil {
+			return nil, err
+		}
+		s.ownsDir = true
+	}
+	s.cmd = exec.Command(cfg.Binary, "--quiet", "--port", net.JoinHostPort(host, fmt.Sprint(port)), "posix", s.Dir)
+	s.cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY="+s.AccessKey, "ROOT_SECRET_KEY="+s.SecretKey)
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	logFile, err := os.Create(filepath.Join(os.TempDir(), fmt.Sprintf("versitygw-%d.log", port)))
+	if err != nil {
+		s.cleanup()
+		return nil, err
+	}
+	defer logFile.Close()
+	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
+	if err := s.cmd.Start(); err != nil {
+		s.cleanup()
+		return nil, fmt.Errorf("starting versitygw: %w", err)
+	}
+	go func() { s.exited <- s.cmd.Wait() }()
+	if err := s.waitReady(ctx); err != nil {
+		s.Stop()
+		return nil, fmt.Errorf("versitygw did not start (log in %s): %w", logFile.Name(), err)
+	}
+	return s, nil
+}
+
+// waitReady lists buckets until the server answers.
+func (s *Server) waitReady(ctx context.Context) error {
+	client, err := s.client()
+	if err != nil {
+		return err
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		callCtx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		_, err := client.ListBuckets(callCtx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		select {
+		case exitErr := <-s.exited:
+			s.exited <- exitErr
+			return fmt.Errorf("exited: %v", exitErr)
+		default:
+		}
+		if time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func (s *Server) client() (*minio.Client, error) {
+	return minio.New(s.Endpoint[len("http://"):], &minio.Options{
+		Creds:        credentials.NewStaticV4(s.AccessKey, s.SecretKey, ""),
+		BucketLookup: minio.BucketLookupPath,
+	})
+}
+
+// CreateBucket creates a bucket through the S3 API.
+func (s *Server) CreateBucket(ctx context.Context, name string) error {
+	client, err := s.client()
+	if err != nil {
+		return err
+	}
+	return client.MakeBucket(ctx, name, minio.MakeBucketOptions{})
+}
+
+// Stop ends the server and removes a directory it created.
+func (s *Server) Stop() {
+	if s.cmd != nil && s.cmd.Process != nil {
+		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGTERM)
+		select {
+		case <-s.exited:
+		case <-time.After(10 * time.Second):
+			_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+			<-s.exited
+		}
+	}
+	s.cleanup()
+}
+
+func (s *Server) cleanup() {
+	if s.ownsDir {
+		_ = os.RemoveAll(s.Dir)
+	}
+}
+
+func freePort(host string) (int, error) {
+	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	addr, ok := l.Addr().(*net.TCPAddr)
+	if !ok {
+		return 0, errors.New("not a TCP address")
+	}
+	return addr.Port, nil
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
