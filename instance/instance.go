@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/dbpilot/dbpilot/instance/backup"
 	"github.com/dbpilot/dbpilot/instance/layout"
 )
 
@@ -140,6 +141,10 @@ func Run(ctx context.Context, engine Engine, files CredentialFiles, probes Probe
 	demote := make(chan demotion)
 	endpoints := &probeServer{engine: engine, maxReplicaLag: probes.MaxReplicaLag, membership: membership, demote: demote,
 		stopFenced: make(chan chan struct{}), unfenced: make(chan struct{}, 1)}
+	if backuper, ok := engine.(Backuper); ok {
+		endpoints.backups = &backupJobs{engine: backuper, self: membership.Self, target: backup.TargetFromEnv, ctx: ctx, log: log,
+			jobs: map[string]*layout.BackupJob{}}
+	}
 	if err := endpoints.start(probes.Address); err != nil {
 		return err
 	}

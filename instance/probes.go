@@ -30,7 +30,9 @@ type probeServer struct {
 	// engineRunning is true while the supervisor runs the engine.
 	engineRunning atomic.Bool
 	usersApplied  atomic.Bool
-	server        *http.Server
+	// backups runs base backups; nil for an engine that takes none.
+	backups *backupJobs
+	server  *http.Server
 }
 
 func (p *probeServer) setUsersApplied() { p.usersApplied.Store(true) }
@@ -54,6 +56,11 @@ func (p *probeServer) start(addr string) error {
 	}
 	mux.Handle("POST "+layout.FencePath, RequireToken(p.token, fenceHandler(p.membership.StateDir, p.stopFenced, p.engineRunning.Load)))
 	mux.Handle("POST "+layout.UnfencePath, RequireToken(p.token, unfenceHandler(p.membership.StateDir, p.unfenced)))
+	if p.backups != nil {
+		mux.Handle("POST "+layout.BackupsPath, RequireToken(p.token, http.HandlerFunc(p.backups.start)))
+		mux.Handle("GET "+layout.BackupsPath+"/{name}", RequireToken(p.token, http.HandlerFunc(p.backups.get)))
+		mux.Handle("DELETE "+layout.BackupsPath+"/{name}", RequireToken(p.token, http.HandlerFunc(p.backups.remove)))
+	}
 	if actions, ok := p.engine.(ActionServer); ok {
 		for pattern, handler := range actions.Actions() {
 			mux.Handle(pattern, handler)

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/dbpilot/dbpilot/instance"
+	"github.com/dbpilot/dbpilot/instance/backup"
 	"github.com/dbpilot/dbpilot/instance/layout"
 	"github.com/dbpilot/dbpilot/instance/mysql"
 	"github.com/dbpilot/dbpilot/instance/postgres"
@@ -38,6 +39,10 @@ func main() {
 		err = copySelf(os.Args[2:])
 	case layout.CommandRun:
 		err = run(os.Args[2:], log)
+	case layout.CommandWALPush:
+		err = walPush(os.Args[2:])
+	case layout.CommandWALFetch:
+		os.Exit(walFetch(os.Args[2:], log))
 	default:
 		err = fmt.Errorf("unknown command %q", os.Args[1])
 	}
@@ -117,7 +122,11 @@ func run(args []string, log *slog.Logger) error {
 		if r.replica {
 			replication.CloneFrom = *cloneFrom
 		}
-		engine = &postgres.Engine{DataDir: *dataDir, ConfigFile: *configFile, SocketDir: *socket, Port: *port, ExtraArgs: flags.Args(), Replication: replication}
+		pg := &postgres.Engine{DataDir: *dataDir, ConfigFile: *configFile, SocketDir: *socket, Port: *port, ExtraArgs: flags.Args(), Replication: replication}
+		if pg.Archive, pg.Restore, err = backupSettings(r); err != nil {
+			return err
+		}
+		engine = pg
 	case string(mysql.MariaDB), string(mysql.MySQL):
 		replication := mysql.Replication{PrimaryHost: *cloneFrom, Port: *clonePort, InstancePort: *cloneInstancePort, Password: r.password,
 			ServerID: r.ordinal + 1, SemiSync: *semiSync}
@@ -135,6 +144,22 @@ func run(args []string, log *slog.Logger) error {
 	probes := instance.Probes{Address: *probeAddress, MaxReplicaLag: *maxReplicaLag}
 	membership := instance.Membership{Self: r.name, DesignationDir: *designationDir, StateDir: stateDir, Token: func() string { return r.password }}
 	return instance.Run(ctx, engine, files, probes, membership, log.With("engine", *engineName))
+}
+
+// backupSettings reads whether this instance archives (the Database has a
+// backup destination) and, for a new primary of a Database bootstrapped
+// from a backup, what it restores.
+func backupSettings(r role) (archive bool, restore *layout.RestoreSource, err error) {
+	target, err := backup.TargetFromEnv()
+	if err != nil {
+		return false, nil, err
+	}
+	if !r.replica {
+		if restore, err = backup.RestoreSourceFromEnv(); err != nil {
+			return false, nil, err
+		}
+	}
+	return target != nil, restore, nil
 }
 
 // role is what this instance is.

@@ -3,7 +3,10 @@
 // called. Both sides import it, so they cannot drift apart.
 package layout
 
-import "strings"
+import (
+	"strings"
+	"time"
+)
 
 // Keys of the credentials Secret, which is mounted as files of these names,
 // and of the replication Secret (the replication and monitoring users'
@@ -158,4 +161,20 @@ type InstanceStatus struct {
 	Fenced bool `json:"fenced,omitempty"`
 	// CredentialsApplied is true once the users match the Secret.
 	CredentialsApplied bool `json:"credentialsApplied"`
+	// Archive reports a primary's WAL (or binlog) archiving, when the
+	// Database has a backup destination.
+	Archive *ArchiveStatus `json:"archive,omitempty"`
+}
+
+// ArchiveStatus is how a primary's archiving goes.
+type ArchiveStatus struct {
+	// LastArchived names the newest file archived, and when.
+	LastArchived     string     `json:"lastArchived,omitempty"`
+	LastArchivedTime *time.Time `json:"lastArchivedTime,omitempty"`
+	// LastFailed names the newest file whose archiving failed, and when;
+	// archiving falls behind while it is newer than LastArchivedTime.
+	LastFailed     string     `json:"lastFailed,omitempty"`
+	LastFailedTime *time.Time `json:"lastFailedTime,omitempty"`
+	// FailedCount counts the failed attempts since the server started.
+	FailedCount int64 `json:"failedCount,omitempty"`
 }

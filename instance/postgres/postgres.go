@@ -11,10 +11,12 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/dbpilot/dbpilot/instance"
+	"github.com/dbpilot/dbpilot/instance/layout"
 )
 
 // Superuser is the superuser dbpilot keeps for itself.
@@ -38,12 +40,25 @@ type Engine struct {
 	// Replication says whether a new instance clones a primary, and how
 	// replicas reach this one.
 	Replication Replication
+	// Archive makes the server archive its WAL with the program's wal-push
+	// (the Database has a backup destination).
+	Archive bool
+	// Restore, for a Database bootstrapped from a backup, is the backup a
+	// new primary restores instead of running initdb.
+	Restore *layout.RestoreSource
 }
+
+// ArchiveTimeout is the longest a commit waits before its WAL segment is
+// switched and archived.
+const ArchiveTimeout = 60 * time.Second
 
 var _ instance.Engine = (*Engine)(nil)
 
 // Initialized reports whether PGDATA holds a cluster.
 func (e *Engine) Initialized() (bool, error) {
+	if _, err := os.Stat(filepath.Join(e.DataDir, restoreIncomplete)); err == nil {
+		return false, nil
+	}
 	_, err := os.Stat(filepath.Join(e.DataDir, "PG_VERSION"))
 	if errors.Is(err, os.ErrNotExist) {
 		return false, nil
@@ -57,6 +72,9 @@ func (e *Engine) Initialized() (bool, error) {
 func (e *Engine) Bootstrap(ctx context.Context, creds instance.Credentials) error {
 	if e.Replication.CloneFrom != "" {
 		return e.clone(ctx)
+	}
+	if e.Restore != nil {
+		return e.restore(ctx)
 	}
 	pwfile, err := os.CreateTemp("", "pwfile-")
 	if err != nil {
@@ -110,6 +128,12 @@ func (e *Engine) ServerCommand() *exec.Cmd {
 		args = append(args, "-c", "config_file="+e.ConfigFile)
 	}
 	args = append(args, walBoundArgs(e.DataDir)...)
+	if e.Archive {
+		args = append(args, ArchiveArgs(programPath(), ArchiveTimeout)...)
+	}
+	if e.Restore != nil && e.recovering() {
+		args = append(args, RestoreArgs(programPath(), e.Restore.TargetTime)...)
+	}
 	args = append(args, e.ExtraArgs...)
 	return exec.Command("postgres", args...)
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -103,14 +102,9 @@ func (e *Engine) writeStandbyConfig() error {
 // StandbyConfig is postgresql.auto.conf with the standby settings of r in
 // place of any earlier ones.
 func StandbyConfig(existing string, r Replication) string {
-	var lines []string
-	for _, line := range strings.Split(existing, "\n") {
-		name, _, _ := strings.Cut(strings.TrimSpace(line), "=")
-		name = strings.TrimSpace(name)
-		if line == "" || slices.Contains(standbySettings, name) {
-			continue
-		}
-		lines = append(lines, line)
+	lines := strings.Split(strings.TrimSuffix(withoutSettings(existing, standbySettings), "\n"), "\n")
+	if lines[0] == "" {
+		lines = nil
 	}
 	conninfo := strings.Join([]string{
 		"host=" + conninfoValue(r.PrimaryHost),

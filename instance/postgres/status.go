@@ -3,6 +3,8 @@ package postgres
 import (
 	"context"
 
+	"github.com/jackc/pgx/v5"
+
 	"github.com/dbpilot/dbpilot/instance"
 	"github.com/dbpilot/dbpilot/instance/layout"
 )
@@ -41,6 +43,26 @@ func (e *Engine) Status(ctx context.Context) (instance.Status, error) {
 		s.Role = layout.RoleReplica
 		return s, nil
 	}
-	s.Slots, err = slotNames(ctx, conn)
+	if s.Slots, err = slotNames(ctx, conn); err != nil {
+		return s, err
+	}
+	if e.Archive {
+		s.Archive, err = archiveStatus(ctx, conn)
+	}
 	return s, err
+}
+
+// archiveStatus reads pg_stat_archiver.
+func archiveStatus(ctx context.Context, conn *pgx.Conn) (*layout.ArchiveStatus, error) {
+	var a layout.ArchiveStatus
+	var archived, failed *string
+	err := conn.QueryRow(ctx, `SELECT last_archived_wal, last_archived_time, last_failed_wal, last_failed_time, failed_count FROM pg_stat_archiver`).
+		Scan(&archived, &a.LastArchivedTime, &failed, &a.LastFailedTime, &a.FailedCount)
+	if archived != nil {
+		a.LastArchived = *archived
+	}
+	if failed != nil {
+		a.LastFailed = *failed
+	}
+	return &a, err
 }

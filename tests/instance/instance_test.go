@@ -171,7 +171,13 @@ func (w lockedWriter) Write(b []byte) (int, error) {
 // its readiness probe answers.
 func start(t *testing.T, u osUser, path string, args ...string) *program {
 	t.Helper()
-	p := launch(t, u, path, args...)
+	return startWithEnv(t, u, path, nil, args...)
+}
+
+// startWithEnv is start with more environment variables.
+func startWithEnv(t *testing.T, u osUser, path string, env []string, args ...string) *program {
+	t.Helper()
+	p := launchWithEnv(t, u, path, env, args...)
 	deadline := time.Now().Add(90 * time.Second)
 	for {
 		if code, _ := p.readiness(); code == http.StatusOK {
@@ -206,11 +212,17 @@ func (p *program) waitExit(t *testing.T, timeout time.Duration) error {
 // launch runs the instance program as the user with args.
 func launch(t *testing.T, u osUser, path string, args ...string) *program {
 	t.Helper()
+	return launchWithEnv(t, u, path, nil, args...)
+}
+
+// launchWithEnv is launch with more environment variables.
+func launchWithEnv(t *testing.T, u osUser, path string, env []string, args ...string) *program {
+	t.Helper()
 	probePort := freePort(t)
 	args = append(args, fmt.Sprintf("--probe-address=127.0.0.1:%d", probePort))
 	cmd := exec.Command(instanceBinary(t), append([]string{"run"}, args...)...)
 	cmd.Dir = "/"
-	cmd.Env = []string{"PATH=" + path, "LANG=C.UTF-8"}
+	cmd.Env = append([]string{"PATH=" + path, "LANG=C.UTF-8"}, env...)
 	p := &program{cmd: cmd, output: &bytes.Buffer{}, mu: &sync.Mutex{}, done: make(chan error, 1),
 		probe: fmt.Sprintf("http://127.0.0.1:%d/readyz", probePort)}
 	cmd.Stdout = lockedWriter{p.mu, p.output}
