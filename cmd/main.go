@@ -51,6 +51,13 @@ func main() {
 		setupLog.Error(err, "Unable to set up controller", "controller", "Database")
 		os.Exit(1)
 	}
+	if err := (&controllers.DatabaseBackupReconciler{
+		Client:   mgr.GetClient(),
+		Recorder: mgr.GetEventRecorder(controllers.BackupFieldOwner),
+	}).SetupWithManager(mgr); err != nil {
+		setupLog.Error(err, "Unable to set up controller", "controller", "DatabaseBackup")
+		os.Exit(1)
+	}
 	runner, err := opts.AutopilotRunner(mgr)
 	if err != nil {
 		setupLog.Error(err, "Unable to set up the auto-pilot")

@@ -201,6 +201,10 @@ func currentOf(db *dbpilotv1alpha1.Database) autopilot.Current {
 		current.Busy = "the Database to be unpaused"
 	case db.Status.ObservedGeneration < db.Generation || meta.IsStatusConditionTrue(db.Status.Conditions, dbpilotv1alpha1.ConditionProgressing):
 		current.Busy = "the rollout in progress"
+	case db.Spec.Bootstrap != nil && db.Spec.Bootstrap.FromBackup != nil && !meta.IsStatusConditionTrue(db.Status.Conditions, dbpilotv1alpha1.ConditionAvailable):
+		current.Busy = "the restore in progress"
+	case db.Status.Backup != nil && db.Status.Backup.Running != "":
+		current.Busy = "backup " + db.Status.Backup.Running
 	}
 	return current
 }

@@ -34,6 +34,10 @@ type observation struct {
 	// failingOver is the FailingOver condition this pass sets; nil keeps
 	// the stored one.
 	failingOver *metav1.Condition
+	// backup is what the pass saw of backups; backupObserved is false when
+	// it did not look (paused), which keeps the stored status.backup.
+	backup         backupObservation
+	backupObserved bool
 }
 
 // podReady reports whether the pod's Ready condition is True.
@@ -141,9 +145,21 @@ func buildConditions(db *dbpilotv1alpha1.Database, obs observation, current []me
 		set(dbpilotv1alpha1.ConditionProgressing, metav1.ConditionFalse, reason, message)
 	}
 
+	if obs.backup.restoreProblem != "" {
+		set(dbpilotv1alpha1.ConditionProgressing, metav1.ConditionTrue, dbpilotv1alpha1.ReasonWaitingForBackup, obs.backup.restoreProblem)
+	}
+	if db.Spec.Backup == nil {
+		meta.RemoveStatusCondition(&conditions, dbpilotv1alpha1.ConditionBackupSucceeded)
+		meta.RemoveStatusCondition(&conditions, dbpilotv1alpha1.ConditionContinuousArchiving)
+	} else if obs.backupObserved {
+		backupConditions(db, obs.backup, set)
+	}
+
 	switch {
 	case obs.credentialsProblem != "":
 		set(dbpilotv1alpha1.ConditionDegraded, metav1.ConditionTrue, dbpilotv1alpha1.ReasonCredentialsInvalid, obs.credentialsProblem)
+	case obs.backup.restoreFailure != "":
+		set(dbpilotv1alpha1.ConditionDegraded, metav1.ConditionTrue, dbpilotv1alpha1.ReasonRestoreFailed, obs.backup.restoreFailure)
 	case obs.degradingErr != nil:
 		set(dbpilotv1alpha1.ConditionDegraded, metav1.ConditionTrue, dbpilotv1alpha1.ReasonReconcileFailed, obs.degradingErr.Error())
 	case obs.volumeProblem != "":

@@ -70,11 +70,12 @@ func (r *DatabaseReconciler) images() imagecatalog.Catalog {
 // +kubebuilder:rbac:groups=dbpilot.io,resources=databases,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=dbpilot.io,resources=databases/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=dbpilot.io,resources=databases/finalizers,verbs=update
+// +kubebuilder:rbac:groups=dbpilot.io,resources=databasebackups,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=apps,resources=statefulsets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=services;configmaps,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch;delete
-// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;patch;delete
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
@@ -96,6 +97,7 @@ func (r *DatabaseReconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrentRec
 		Owns(&corev1.Secret{}).
 		Owns(&policyv1.PodDisruptionBudget{}).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(databaseOfPod)).
+		Watches(&dbpilotv1alpha1.DatabaseBackup{}, handler.EnqueueRequestsFromMapFunc(databaseOfBackup)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrentReconciles}).
 		Named("database")
 	b, err := r.watchUserSecrets(mgr, b)
@@ -122,6 +124,7 @@ func (r *DatabaseReconciler) Reconcile(ctx context.Context, req ctrl.Request) (r
 			r.failures.forget(req.NamespacedName)
 			databasePhases.forget(req.NamespacedName)
 			setAutopilotHolding(req.NamespacedName, "")
+			setBackupLastSuccess(req.NamespacedName, "", nil)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -162,11 +165,14 @@ func (r *DatabaseReconciler) reconcileNormal(ctx context.Context, s *scope) (ctr
 		r.reconcileReplicationSecret,
 		r.reconcileConfigMap,
 		r.reconcileDesignation,
+		r.reconcileRestoreSource,
+		r.reconcileBackupClaim,
 		r.reconcileStatefulSet,
 		r.reconcileServices,
 		r.reconcileVolumes,
 		r.reconcilePodRoles,
 		r.reconcilePodDisruptionBudget,
+		r.reconcileBackups,
 	}
 	var result ctrl.Result
 	for _, run := range phases {
@@ -191,6 +197,16 @@ func soonest(a, b ctrl.Result) ctrl.Result {
 		return b
 	}
 	return a
+}
+
+// databaseOfBackup maps a DatabaseBackup to the Database it backs up (or
+// a Database that restores it is woken by its own requeue).
+func databaseOfBackup(_ context.Context, obj client.Object) []ctrl.Request {
+	b, ok := obj.(*dbpilotv1alpha1.DatabaseBackup)
+	if !ok {
+		return nil
+	}
+	return []ctrl.Request{{NamespacedName: client.ObjectKey{Namespace: b.Namespace, Name: b.Spec.DatabaseName}}}
 }
 
 // databaseOfPod maps a pod to the Database named by its label.

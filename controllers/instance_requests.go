@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -23,14 +24,46 @@ import (
 // authenticated with token (the replication password), and decodes the
 // answer into answer when it is not nil.
 func postInstance(ctx context.Context, ip, path, token string, timeout time.Duration, body, answer any) error {
-	data, err := json.Marshal(body)
-	if err != nil {
-		return err
+	return callInstance(ctx, http.MethodPost, ip, path, token, timeout, body, answer)
+}
+
+// instanceAnswer is an instance program's answer other than a success.
+type instanceAnswer struct {
+	path   string
+	status int
+	text   string
+}
+
+func (e *instanceAnswer) Error() string {
+	return fmt.Sprintf("%s answered %d %s: %s", e.path, e.status, http.StatusText(e.status), e.text)
+}
+
+// answeredStatus is the HTTP status of an instance's answer in err; 0 when
+// the instance did not answer.
+func answeredStatus(err error) int {
+	var answer *instanceAnswer
+	if errors.As(err, &answer) {
+		return answer.status
+	}
+	return 0
+}
+
+// callInstance sends a request (body as JSON, when not nil) to an instance
+// program's path, authenticated with token, and decodes a 2xx answer into
+// answer when it is not nil; any other answer is an *instanceAnswer.
+func callInstance(ctx context.Context, method, ip, path, token string, timeout time.Duration, body, answer any) error {
+	var reader io.Reader
+	if body != nil {
+		data, err := json.Marshal(body)
+		if err != nil {
+			return err
+		}
+		reader = bytes.NewReader(data)
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	url := "http://" + net.JoinHostPort(ip, strconv.Itoa(layout.ProbePort)) + path
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(data))
+	req, err := http.NewRequestWithContext(ctx, method, url, reader)
 	if err != nil {
 		return err
 	}
@@ -43,22 +76,28 @@ func postInstance(ctx context.Context, ip, path, token string, timeout time.Dura
 		return err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		text, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return fmt.Errorf("%s answered %s: %s", path, resp.Status, strings.TrimSpace(string(text)))
+		return &instanceAnswer{path: path, status: resp.StatusCode, text: strings.TrimSpace(string(text))}
 	}
-	if answer == nil {
+	if answer == nil || resp.StatusCode == http.StatusNoContent {
 		return nil
 	}
 	return json.NewDecoder(resp.Body).Decode(answer)
 }
 
-// replicationPassword reads the token the instance programs take from the
-// operator.
-func (r *DatabaseReconciler) replicationPassword(ctx context.Context, db *dbpilotv1alpha1.Database) (string, error) {
+// replicationPasswordOf reads the token the instance programs of db take
+// from the operator.
+func replicationPasswordOf(ctx context.Context, c client.Client, db *dbpilotv1alpha1.Database) (string, error) {
 	secret := &corev1.Secret{}
-	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: db.Namespace, Name: db.ReplicationSecretName()}, secret); err != nil {
+	if err := c.Get(ctx, client.ObjectKey{Namespace: db.Namespace, Name: db.ReplicationSecretName()}, secret); err != nil {
 		return "", fmt.Errorf("reading the replication Secret: %w", err)
 	}
 	return string(secret.Data[layout.KeyReplicationPassword]), nil
+}
+
+// replicationPassword reads the token the instance programs take from the
+// operator.
+func (r *DatabaseReconciler) replicationPassword(ctx context.Context, db *dbpilotv1alpha1.Database) (string, error) {
+	return replicationPasswordOf(ctx, r.Client, db)
 }

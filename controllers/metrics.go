@@ -32,6 +32,10 @@ var (
 		Name: "dbpilot_failovers_total",
 		Help: "Failovers dbpilot decided: a replica designated to replace a lost primary, by namespace, database and engine.",
 	}, []string{"namespace", "database", "engine"})
+	backupLastSuccess = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "dbpilot_backup_last_success_timestamp_seconds",
+		Help: "When the newest completed backup of a Database finished, in seconds since the epoch; absent before its first.",
+	}, []string{"namespace", "database", "engine"})
 	autopilotHolding = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "dbpilot_autopilot_holding",
 		Help: "1 while the auto-pilot of a Database cannot decide (no Prometheus, missing or stale metrics), with the reason; absent otherwise.",
@@ -47,7 +51,7 @@ var registerOnce sync.Once
 // which the manager serves; once per process, however many managers it runs.
 func RegisterMetrics() (err error) {
 	registerOnce.Do(func() {
-		for _, c := range []prometheus.Collector{reconcileDuration, reconcileErrors, failovers, autopilotDecisions, autopilotHolding, databasePhases} {
+		for _, c := range []prometheus.Collector{reconcileDuration, reconcileErrors, failovers, autopilotDecisions, autopilotHolding, backupLastSuccess, databasePhases} {
 			if err = metrics.Registry.Register(c); err != nil {
 				return
 			}
@@ -71,6 +75,15 @@ func setAutopilotHolding(key types.NamespacedName, reason string) {
 	autopilotHolding.DeletePartialMatch(prometheus.Labels{"namespace": key.Namespace, "database": key.Name})
 	if reason != "" {
 		autopilotHolding.WithLabelValues(key.Namespace, key.Name, reason).Set(1)
+	}
+}
+
+// setBackupLastSuccess keeps dbpilot_backup_last_success_timestamp_seconds
+// to the Database's newest completed backup; nil removes it.
+func setBackupLastSuccess(key types.NamespacedName, engine dbpilotv1alpha1.Engine, at *time.Time) {
+	backupLastSuccess.DeletePartialMatch(prometheus.Labels{"namespace": key.Namespace, "database": key.Name})
+	if at != nil {
+		backupLastSuccess.WithLabelValues(key.Namespace, key.Name, string(engine)).Set(float64(at.Unix()))
 	}
 }
 

@@ -1,6 +1,8 @@
 package controllers
 
 import (
+	"time"
+
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
@@ -42,4 +44,13 @@ type scope struct {
 	// rolloutHandover is the pod a rollout needs the primary handed over
 	// to before it restarts the primary's pod; empty when none.
 	rolloutHandover string
+	// backups are the Database's DatabaseBackups, and nextBackup the next
+	// scheduled run; nil without spec.backup.
+	backups    []dbpilotv1alpha1.DatabaseBackup
+	nextBackup *time.Time
+	// backupProblem says what stops backups; empty when nothing does.
+	backupProblem string
+	// restoreProblem says why the restore source cannot be resolved yet:
+	// no pod is created until it is.
+	restoreProblem string
 }

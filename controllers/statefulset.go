@@ -19,6 +19,10 @@ import (
 // every replica runs the new template and is ready.
 func (r *DatabaseReconciler) reconcileStatefulSet(ctx context.Context, s *scope) (ctrl.Result, error) {
 	db := s.db
+	if s.restoreProblem != "" {
+		// No pod before the backup to restore is known.
+		return ctrl.Result{}, nil
+	}
 	existing := &appsv1.StatefulSet{}
 	extract, err := extractor(ctx, r.Client, db.Namespace, db.StatefulSetName(), existing, func() (*appsv1ac.StatefulSetApplyConfiguration, error) {
 		return appsv1ac.ExtractStatefulSet(existing, FieldOwner)

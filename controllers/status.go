@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -36,6 +37,9 @@ func buildStatus(db *dbpilotv1alpha1.Database, obs observation, now metav1.Time)
 	}
 	if obs.reconcileErr == nil {
 		status.ObservedGeneration = db.Generation
+	}
+	if obs.backupObserved {
+		status.Backup = buildBackupStatus(db, obs.backup)
 	}
 	if sts := obs.statefulSet; sts != nil {
 		status.Replicas = sts.Status.Replicas
@@ -84,10 +88,17 @@ func (r *DatabaseReconciler) writeStatus(ctx context.Context, s *scope, reconcil
 		instances:          s.instances,
 		primary:            designatedPrimary(s),
 		failingOver:        failingOverCondition(s),
+		backup:             backupObservationOf(s),
+		backupObserved:     !s.db.Spec.Paused,
 	}
 	status := buildStatus(s.db, obs, metav1.NewTime(r.clock().Now()))
 	r.recordDegraded(s.db, status.Conditions)
 	databasePhases.record(client.ObjectKeyFromObject(s.db), s.db.Spec.Engine, status.Phase)
+	var lastBackup *time.Time
+	if status.Backup != nil && status.Backup.LastSuccessfulTime != nil {
+		lastBackup = &status.Backup.LastSuccessfulTime.Time
+	}
+	setBackupLastSuccess(client.ObjectKeyFromObject(s.db), s.db.Spec.Engine, lastBackup)
 	// Compare only what this reconciler owns: status.autopilot and the
 	// auto-pilot's conditions belong to the auto-pilot.
 	current := s.db.Status.DeepCopy()
@@ -127,7 +138,7 @@ func ownConditions(conditions []metav1.Condition) []metav1.Condition {
 	for _, cond := range conditions {
 		switch cond.Type {
 		case dbpilotv1alpha1.ConditionAvailable, dbpilotv1alpha1.ConditionProgressing, dbpilotv1alpha1.ConditionDegraded,
-			dbpilotv1alpha1.ConditionFailingOver:
+			dbpilotv1alpha1.ConditionFailingOver, dbpilotv1alpha1.ConditionBackupSucceeded, dbpilotv1alpha1.ConditionContinuousArchiving:
 			own = append(own, cond)
 		}
 	}

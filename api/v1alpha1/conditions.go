@@ -21,6 +21,12 @@ const (
 	// replica to replace a lost primary until the new primary serves
 	// writes; its message then tells the last failover's outcome.
 	ConditionFailingOver = "FailingOver"
+	// ConditionBackupSucceeded is True when the newest finished backup
+	// completed, False (with why) when it failed.
+	ConditionBackupSucceeded = "BackupSucceeded"
+	// ConditionContinuousArchiving is True while the primary archives its
+	// WAL (PostgreSQL), False while archiving fails.
+	ConditionContinuousArchiving = "ContinuousArchiving"
 )
 
 // Condition reasons of a Database.
@@ -44,6 +50,13 @@ const (
 	ReasonPromoting             = "Promoting"
 	ReasonPrimaryServing        = "PrimaryServing"
 	ReasonNoCandidate           = "NoReplicaToPromote"
+	ReasonBackupCompleted       = "BackupCompleted"
+	ReasonBackupFailed          = "BackupFailed"
+	ReasonNoBackupYet           = "NoBackupYet"
+	ReasonArchiving             = "Archiving"
+	ReasonArchivingFailing      = "ArchivingFailing"
+	ReasonWaitingForBackup      = "WaitingForBackup"
+	ReasonRestoreFailed         = "RestoreFailed"
 )
 
 // Event reasons recorded on a Database.
@@ -78,4 +91,17 @@ const (
 	// stopped, or started again, by the dbpilot.io/fenced annotation.
 	EventReasonFenced   = "Fenced"
 	EventReasonUnfenced = "Unfenced"
+	// Backups: a DatabaseBackup started, completed, failed, had its
+	// artifacts deleted, or kept them when they could not be deleted.
+	EventReasonBackupStarted   = "BackupStarted"
+	EventReasonBackupCompleted = "BackupCompleted"
+	EventReasonBackupFailed    = "BackupFailed"
+	EventReasonBackupDeleted   = "BackupDeleted"
+	EventReasonBackupRetained  = "BackupArtifactsKept"
+	// EventReasonBackupScheduled: the schedule created a DatabaseBackup;
+	// EventReasonBackupsPruned: retention deleted old ones.
+	EventReasonBackupScheduled = "BackupScheduled"
+	EventReasonBackupsPruned   = "BackupsPruned"
+	// EventReasonRestoring: a new Database restores a backup.
+	EventReasonRestoring = "Restoring"
 )

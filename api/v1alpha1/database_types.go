@@ -108,6 +108,8 @@ type DatabaseList struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.replication) || !has(self.replication.synchronous) || self.replication.synchronous.count < self.replicas",message="spec.replication.synchronous.count must be less than spec.replicas: commits wait for that many replicas"
 // +kubebuilder:validation:XValidation:rule="!has(self.replication) || !has(self.replication.synchronous) || !has(self.autopilot) || self.autopilot.mode == 'Off' || !has(self.autopilot.replicas) || self.replication.synchronous.count < self.autopilot.replicas.min",message="spec.replication.synchronous.count must be less than spec.autopilot.replicas.min: commits wait for that many replicas"
 // +kubebuilder:validation:XValidation:rule="!has(self.replication) || !has(self.replication.synchronous) || self.engine == 'postgres' || self.replication.synchronous.count == 1",message="spec.replication.synchronous.count must be 1 for mariadb and mysql: semi-synchronous replication waits for one replica"
+// +kubebuilder:validation:XValidation:rule="!has(self.bootstrap) || !has(self.bootstrap.fromBackup) || !has(self.bootstrap.fromBackup.targetTime) || self.engine == 'postgres'",message="spec.bootstrap.fromBackup.targetTime: point-in-time recovery is available for postgres only"
+// +kubebuilder:validation:XValidation:rule="has(oldSelf.bootstrap) == has(self.bootstrap)",message="spec.bootstrap is immutable: it only says how the Database was created"
 type DatabaseSpec struct {
 	// engine is the database engine: postgres, mysql or mariadb. It cannot be
 	// changed after creation.
@@ -170,6 +172,13 @@ type DatabaseSpec struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Backup",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:fieldGroup:backup"}
 	Backup *BackupSpec `json:"backup,omitempty"`
 
+	// bootstrap says where a new Database's data comes from: empty when
+	// unset, or restored from a backup. It cannot be changed after creation.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="spec.bootstrap is immutable: it only says how the Database was created"
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Bootstrap",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:fieldGroup:bootstrap"}
+	Bootstrap *BootstrapSpec `json:"bootstrap,omitempty"`
+
 	// autopilot lets dbpilot move replicas, tier and storage within bounds from
 	// Prometheus metrics.
 	// +optional
@@ -200,6 +209,47 @@ type DatabaseSpec struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Paused",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:booleanSwitch"}
 	Paused bool `json:"paused,omitempty"`
+}
+
+// BootstrapSpec is where a new Database's data comes from.
+type BootstrapSpec struct {
+	// fromBackup restores a backup into the new Database: its first pod
+	// restores the base backup and replays the archived WAL (to targetTime
+	// when set), then becomes the primary and its replicas clone it. The
+	// source Database and its backups are only read. The restored data keeps
+	// its databases and users; the Database's credentials are applied on top.
+	// +optional
+	FromBackup *FromBackup `json:"fromBackup,omitempty"`
+}
+
+// FromBackup names a backup: a DatabaseBackup in the namespace, or a
+// destination and the name of a backup in it.
+// +kubebuilder:validation:XValidation:rule="has(self.databaseBackupName) != has(self.backupName)",message="spec.bootstrap.fromBackup must set exactly one of databaseBackupName or backupName"
+// +kubebuilder:validation:XValidation:rule="has(self.backupName) == has(self.destination)",message="spec.bootstrap.fromBackup.backupName and destination go together"
+type FromBackup struct {
+	// databaseBackupName names a Completed DatabaseBackup in the namespace.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	DatabaseBackupName string `json:"databaseBackupName,omitempty"`
+
+	// destination is where the backup is, when it is not named by a
+	// DatabaseBackup (its prefix included: the source Database's namespace
+	// and name when the source left it unset).
+	// +optional
+	Destination *BackupDestination `json:"destination,omitempty"`
+
+	// backupName is the backup's name in destination (a DatabaseBackup's
+	// status.backupName).
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	BackupName string `json:"backupName,omitempty"`
+
+	// targetTime restores the data as it was at this instant (RFC 3339):
+	// the archived WAL is replayed up to the last commit before it.
+	// PostgreSQL only; it must lie after the backup's end. Unset:
+	// everything archived is replayed.
+	// +optional
+	TargetTime *metav1.Time `json:"targetTime,omitempty"`
 }
 
 // ReplicationSpec tunes replication.
@@ -264,8 +314,10 @@ type StorageSpec struct {
 	StorageClassName *string `json:"storageClassName,omitempty"`
 }
 
-// BackupSpec schedules backups. Backups are not taken yet: the fields are
-// accepted and validated so manifests written today keep working.
+// BackupSpec schedules backups: each run creates a DatabaseBackup named
+// <database>-<UTC time>, which takes a base backup (from a caught-up
+// replica when there is one); PostgreSQL primaries also archive their WAL
+// continuously to the destination, for point-in-time recovery.
 type BackupSpec struct {
 	// schedule is when backups run, in cron format ("minute hour day-of-month
 	// month day-of-week", for example "0 */6 * * *") or a macro such as @daily.
@@ -275,7 +327,9 @@ type BackupSpec struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Backup Schedule",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:fieldGroup:backup","urn:alm:descriptor:com.tectonic.ui:text"}
 	Schedule string `json:"schedule"`
 
-	// retention is how many successful backups are kept.
+	// retention is how many successful scheduled backups are kept: older
+	// ones are deleted with their artifacts, and the archived WAL no kept
+	// backup needs. DatabaseBackups created by hand are never pruned.
 	// +optional
 	// +kubebuilder:default=7
 	// +kubebuilder:validation:Minimum=1
@@ -283,9 +337,19 @@ type BackupSpec struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Backups Kept",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:fieldGroup:backup","urn:alm:descriptor:com.tectonic.ui:number"}
 	Retention int32 `json:"retention,omitempty"`
 
+	// maxAge also deletes scheduled backups older than this: a number of
+	// hours, days or weeks ("36h", "30d", "8w"). The newest backup is
+	// always kept.
+	// +optional
+	// +kubebuilder:validation:Pattern=`^[1-9][0-9]{0,4}[hdw]$`
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Backups Kept For",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:fieldGroup:backup","urn:alm:descriptor:com.tectonic.ui:text"}
+	MaxAge string `json:"maxAge,omitempty"`
+
 	// destination is where backups are written: an S3-compatible object
-	// store or an existing claim; when unset, a volume dbpilot creates for
-	// the Database's backups.
+	// store or an existing claim; when unset, a claim dbpilot creates,
+	// <database>-backups, twice the size of spec.storage.size, ReadWriteMany
+	// (every pod mounts it; on clusters without ReadWriteMany storage, use
+	// s3 or a claim of your own). dbpilot never deletes that claim.
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Backup Destination",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:fieldGroup:backup"}
 	Destination *BackupDestination `json:"destination,omitempty"`
@@ -329,14 +393,18 @@ type S3Destination struct {
 	Region string `json:"region,omitempty"`
 
 	// credentialsSecretName names a Secret in the Database's namespace with the
-	// keys access-key-id and secret-access-key.
+	// keys access-key-id and secret-access-key, and optionally ca.crt: a PEM
+	// bundle that signs an https endpoint's certificate (the system's roots
+	// when absent).
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
 	CredentialsSecretName string `json:"credentialsSecretName"`
 }
 
-// VolumeDestination is an existing PersistentVolumeClaim that receives backups.
+// VolumeDestination is an existing PersistentVolumeClaim that receives
+// backups. Every pod of the Database mounts it, so it needs an access mode
+// that allows that (ReadWriteMany, or ReadWriteOnce on a single node).
 type VolumeDestination struct {
 	// claimName names the PersistentVolumeClaim in the Database's namespace.
 	// +required

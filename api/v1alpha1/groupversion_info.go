@@ -23,7 +23,7 @@ var (
 )
 
 func addKnownTypes(scheme *runtime.Scheme) error {
-	scheme.AddKnownTypes(GroupVersion, &Database{}, &DatabaseList{})
+	scheme.AddKnownTypes(GroupVersion, &Database{}, &DatabaseList{}, &DatabaseBackup{}, &DatabaseBackupList{})
 	metav1.AddToGroupVersion(scheme, GroupVersion)
 	return nil
 }

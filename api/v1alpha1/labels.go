@@ -35,6 +35,18 @@ const (
 	// it starts the engine again.
 	AnnotationFenced = "dbpilot.io/fenced"
 
+	// LabelScheduled is "true" on the DatabaseBackups a schedule created,
+	// which retention prunes.
+	LabelScheduled = "dbpilot.io/scheduled"
+	// AnnotationRestoreSource on a Database restored from a backup is the
+	// backup it restores, resolved once (JSON of RestoreSource), so the pods
+	// do not change when the DatabaseBackup named is deleted later.
+	AnnotationRestoreSource = "dbpilot.io/restore-source"
+
+	// BackupFinalizer holds a DatabaseBackup until its artifacts are dealt
+	// with according to its deletionPolicy.
+	BackupFinalizer = "dbpilot.io/backup-finalizer"
+
 	// ManagedByValue is the value of LabelManagedBy.
 	ManagedByValue = "dbpilot"
 	// ComponentDatabase is the value of LabelComponent.

@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -154,11 +155,78 @@ type Endpoints struct {
 
 // BackupStatus reports on backups.
 type BackupStatus struct {
-	// lastScheduleTime is when the last backup was started.
+	// lastScheduleTime is when the last scheduled backup was started.
 	// +optional
 	LastScheduleTime *metav1.Time `json:"lastScheduleTime,omitempty"`
 
 	// lastSuccessfulTime is when the last successful backup finished.
 	// +optional
 	LastSuccessfulTime *metav1.Time `json:"lastSuccessfulTime,omitempty"`
+
+	// running names the DatabaseBackup in progress; the auto-pilot holds
+	// while one runs.
+	// +optional
+	Running string `json:"running,omitempty"`
+
+	// nextScheduleTime is when the next scheduled backup starts.
+	// +optional
+	NextScheduleTime *metav1.Time `json:"nextScheduleTime,omitempty"`
+
+	// lastSuccessful is the newest backup that completed.
+	// +optional
+	LastSuccessful *BackupRun `json:"lastSuccessful,omitempty"`
+
+	// lastFailed is the newest backup that failed.
+	// +optional
+	LastFailed *BackupRun `json:"lastFailed,omitempty"`
+
+	// firstRecoverabilityPoint is the earliest instant a restore can reach:
+	// the end of the oldest completed backup.
+	// +optional
+	FirstRecoverabilityPoint *metav1.Time `json:"firstRecoverabilityPoint,omitempty"`
+
+	// lastRecoverabilityPoint is the latest instant a restore can reach:
+	// the newest archived WAL (PostgreSQL), or the end of the newest backup.
+	// +optional
+	LastRecoverabilityPoint *metav1.Time `json:"lastRecoverabilityPoint,omitempty"`
+
+	// walArchive reports the primary's continuous WAL archiving
+	// (PostgreSQL).
+	// +optional
+	WALArchive *WALArchiveStatus `json:"walArchive,omitempty"`
+}
+
+// BackupRun is one backup's outcome.
+type BackupRun struct {
+	// name is the DatabaseBackup's name.
+	Name string `json:"name"`
+	// time is when it finished.
+	// +optional
+	Time *metav1.Time `json:"time,omitempty"`
+	// size is the stored size of its artifacts.
+	// +optional
+	Size *resource.Quantity `json:"size,omitempty"`
+	// durationSeconds is how long it ran.
+	// +optional
+	DurationSeconds int64 `json:"durationSeconds,omitempty"`
+	// message says why a failed backup failed.
+	// +optional
+	Message string `json:"message,omitempty"`
+}
+
+// WALArchiveStatus is how the primary's WAL archiving goes.
+type WALArchiveStatus struct {
+	// lastArchivedWAL names the newest archived WAL segment.
+	// +optional
+	LastArchivedWAL string `json:"lastArchivedWAL,omitempty"`
+	// lastArchivedTime is when it was archived.
+	// +optional
+	LastArchivedTime *metav1.Time `json:"lastArchivedTime,omitempty"`
+	// lastFailedWAL names the newest segment whose archiving failed; it is
+	// retried until it succeeds, and the primary keeps it meanwhile.
+	// +optional
+	LastFailedWAL string `json:"lastFailedWAL,omitempty"`
+	// lastFailedTime is when that failure happened.
+	// +optional
+	LastFailedTime *metav1.Time `json:"lastFailedTime,omitempty"`
 }

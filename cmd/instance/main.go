@@ -48,8 +48,25 @@ func main() {
 	}
 	if err != nil {
 		log.Error("instance program failed", "command", os.Args[1], "error", err.Error())
+		writeTerminationMessage(err)
 		os.Exit(1)
 	}
+}
+
+// terminationLog is where the kubelet reads a container's termination
+// message (the default terminationMessagePath).
+const terminationLog = "/dev/termination-log"
+
+// writeTerminationMessage leaves the error where the operator reads why the
+// container stopped (a restore that cannot proceed, for one). Outside a
+// pod the file does not exist, and nothing is written.
+func writeTerminationMessage(err error) {
+	f, openErr := os.OpenFile(terminationLog, os.O_WRONLY|os.O_TRUNC, 0)
+	if openErr != nil {
+		return
+	}
+	defer f.Close()
+	_, _ = f.WriteString(err.Error())
 }
 
 // copySelf copies this program to DEST, executable.

@@ -19,7 +19,8 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden files from the builders' output")
 
 // goldenDatabases cover each engine, one and several pods, a tier above the
-// default, a storage class and deletionPolicy Delete.
+// default, a storage class and deletionPolicy Delete, backups to S3 and to
+// the claim dbpilot creates, and a restore.
 func goldenDatabases() map[string]*dbpilotv1alpha1.Database {
 	meta := func(name string) metav1.ObjectMeta {
 		return metav1.ObjectMeta{Name: name, Namespace: "shop", UID: "0b6f0a8e-2f0e-4a7e-9f4c-000000000001"}
@@ -28,6 +29,12 @@ func goldenDatabases() map[string]*dbpilotv1alpha1.Database {
 		"postgres-single": {ObjectMeta: meta("orders"), Spec: dbpilotv1alpha1.DatabaseSpec{
 			Engine: dbpilotv1alpha1.EnginePostgres, Replicas: ptr.To[int32](1), Tier: dbpilotv1alpha1.TierSmall,
 			Storage: &dbpilotv1alpha1.StorageSpec{Size: ptr.To(resource.MustParse("20Gi"))},
+			Backup: &dbpilotv1alpha1.BackupSpec{Schedule: "0 3 * * *", Retention: 7, Destination: &dbpilotv1alpha1.BackupDestination{
+				S3: &dbpilotv1alpha1.S3Destination{Bucket: "backups", Endpoint: "https://s3.example.com", CredentialsSecretName: "s3-credentials"}}},
+		}},
+		"postgres-restored": {ObjectMeta: restored(meta("orders-copy")), Spec: dbpilotv1alpha1.DatabaseSpec{
+			Engine: dbpilotv1alpha1.EnginePostgres, Replicas: ptr.To[int32](2), Tier: dbpilotv1alpha1.TierSmall,
+			Bootstrap: &dbpilotv1alpha1.BootstrapSpec{FromBackup: &dbpilotv1alpha1.FromBackup{DatabaseBackupName: "orders-20261123030000"}},
 		}},
 		"mysql-replicated": {ObjectMeta: meta("billing"), Spec: dbpilotv1alpha1.DatabaseSpec{
 			Engine: dbpilotv1alpha1.EngineMySQL, Version: "8.4.3", Replicas: ptr.To[int32](3), Tier: dbpilotv1alpha1.TierLarge,
@@ -37,8 +44,18 @@ func goldenDatabases() map[string]*dbpilotv1alpha1.Database {
 		"mariadb-user-credentials": {ObjectMeta: meta("catalog"), Spec: dbpilotv1alpha1.DatabaseSpec{
 			Engine: dbpilotv1alpha1.EngineMariaDB, Replicas: ptr.To[int32](2), Tier: dbpilotv1alpha1.Tier2XLarge,
 			Storage: &dbpilotv1alpha1.StorageSpec{Size: ptr.To(resource.MustParse("1Ti"))}, CredentialsSecretName: "catalog-own",
+			Backup: &dbpilotv1alpha1.BackupSpec{Schedule: "@daily", Retention: 3},
 		}},
 	}
+}
+
+// restored annotates a Database with the restore source the reconciler
+// resolves: a scheduled backup of orders, to a point in time.
+func restored(m metav1.ObjectMeta) metav1.ObjectMeta {
+	m.Annotations = map[string]string{dbpilotv1alpha1.AnnotationRestoreSource: `{"destination":{"s3":{"bucket":"backups","prefix":"shop/orders",` +
+		`"endpoint":"https://s3.example.com","credentialsSecretName":"s3-credentials"}},"backupName":"orders-20261123030000-1a2b3c4d",` +
+		`"targetTime":"2026-11-23T04:30:00Z"}`}
+	return m
 }
 
 // TestGolden renders every child of each golden Database and compares it
@@ -53,6 +70,9 @@ func TestGolden(t *testing.T) {
 				desired.ReadWriteService(db),
 				desired.ReadOnlyService(db, db.EffectiveReplicas()),
 				desired.StatefulSet(db, desired.StatefulSetOptions{Images: imagecatalog.Default()}),
+			}
+			if db.CreatesBackupClaim() {
+				objects = append(objects, desired.BackupClaim(db))
 			}
 			if desired.NeedsPodDisruptionBudget(db.EffectiveReplicas()) {
 				objects = append(objects, desired.PodDisruptionBudget(db))

@@ -188,12 +188,14 @@ func databaseContainer(db *dbpilotv1alpha1.Database, images imagecatalog.Catalog
 	profile, _ := db.Spec.Engine.Profile()
 	size, _ := db.EffectiveTier().Size()
 	resources := corev1.ResourceList{corev1.ResourceCPU: size.CPU, corev1.ResourceMemory: size.Memory}
+	_, backupMounts := backupVolumes(db)
 	container := corev1ac.Container().
 		WithName(DatabaseContainerName).
 		WithImage(images.EngineImage(string(db.Spec.Engine), db.EngineVersion())).
 		WithImagePullPolicy(corev1.PullIfNotPresent).
 		WithCommand(layout.InstanceBinary).
 		WithArgs(instanceArgs(db)...).
+		WithEnv(backupEnv(db)...).
 		WithPorts(
 			corev1ac.ContainerPort().WithName(portName).WithContainerPort(profile.Port).WithProtocol(corev1.ProtocolTCP),
 			corev1ac.ContainerPort().WithName(layout.ProbePortName).WithContainerPort(layout.ProbePort).WithProtocol(corev1.ProtocolTCP)).
@@ -215,7 +217,8 @@ func databaseContainer(db *dbpilotv1alpha1.Database, images imagecatalog.Catalog
 			corev1ac.VolumeMount().WithName(credentialsVolumeName).WithMountPath(layout.CredentialsDir).WithReadOnly(true),
 			corev1ac.VolumeMount().WithName(replicationVolumeName).WithMountPath(layout.ReplicationDir).WithReadOnly(true),
 			corev1ac.VolumeMount().WithName(designationVolumeName).WithMountPath(layout.DesignationDir).WithReadOnly(true),
-		)
+		).
+		WithVolumeMounts(backupMounts...)
 	return container
 }
 
@@ -273,7 +276,8 @@ func httpProbe(path string, periodSeconds, failureThreshold int32) *corev1ac.Pro
 }
 
 func podVolumes(db *dbpilotv1alpha1.Database) []*corev1ac.VolumeApplyConfiguration {
-	return []*corev1ac.VolumeApplyConfiguration{
+	backup, _ := backupVolumes(db)
+	return append([]*corev1ac.VolumeApplyConfiguration{
 		corev1ac.Volume().WithName(configVolumeName).WithConfigMap(corev1ac.ConfigMapVolumeSource().WithName(db.ConfigMapName())),
 		corev1ac.Volume().WithName(runVolumeName).WithEmptyDir(corev1ac.EmptyDirVolumeSource()),
 		corev1ac.Volume().WithName(tmpVolumeName).WithEmptyDir(corev1ac.EmptyDirVolumeSource()),
@@ -291,7 +295,7 @@ func podVolumes(db *dbpilotv1alpha1.Database) []*corev1ac.VolumeApplyConfigurati
 		// and by a running primary, which steps down when it names another.
 		corev1ac.Volume().WithName(designationVolumeName).WithConfigMap(corev1ac.ConfigMapVolumeSource().
 			WithName(db.DesignationConfigMapName())),
-	}
+	}, backup...)
 }
 
 func volumeClaimTemplate(db *dbpilotv1alpha1.Database, size resource.Quantity) *corev1ac.PersistentVolumeClaimApplyConfiguration {

@@ -187,8 +187,8 @@ func installCRDs(cfg *rest.Config, dir string) error {
 	return nil
 }
 
-// applySamples server-side applies every Database manifest in dir to the
-// default namespace.
+// applySamples server-side applies every sample manifest in dir (the
+// Database, then the DatabaseBackup of it) to the default namespace.
 func applySamples(ctx context.Context, cfg *rest.Config, dir string) ([]*unstructured.Unstructured, error) {
 	c, err := client.New(cfg, client.Options{})
 	if err != nil {
@@ -290,6 +290,18 @@ func watchSamples(ctx context.Context, cfg *rest.Config, samples []*unstructured
 	defer ticker.Stop()
 	for {
 		for _, sample := range samples {
+			if sample.GetKind() == "DatabaseBackup" {
+				b := &dbpilotv1alpha1.DatabaseBackup{}
+				if err := c.Get(ctx, client.ObjectKeyFromObject(sample), b); err != nil {
+					continue
+				}
+				line := fmt.Sprintf("phase=%s instance=%s size=%v  %s", b.Status.Phase, b.Status.Instance, b.Status.Size, b.Status.Message)
+				if line != last["backup/"+b.Name] {
+					last["backup/"+b.Name] = line
+					fmt.Printf("%s  databasebackup/%s  %s\n", time.Now().Format("15:04:05"), b.Name, line)
+				}
+				continue
+			}
 			db := &dbpilotv1alpha1.Database{}
 			if err := c.Get(ctx, client.ObjectKeyFromObject(sample), db); err != nil {
 				continue

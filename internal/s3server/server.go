@@ -28,9 +28,14 @@ type Config struct {
 	// Host is the address to listen on; 127.0.0.1 when empty. The port is
 	// chosen free.
 	Host string
+	// Port is the port to listen on; a free one when 0.
+	Port int
 	// Dir is the backend's directory (each subdirectory a bucket); a
 	// temporary one, removed by Stop, when empty.
 	Dir string
+	// AccessKey and SecretKey are the root user's credentials; random
+	// when empty.
+	AccessKey, SecretKey string
 }
 
 // Server is a running versitygw.
@@ -45,7 +50,9 @@ type Server struct {
 
 	cmd     *exec.Cmd
 	ownsDir bool
-	exited  chan error
+	// exited is closed when the process has exited, with exitErr set.
+	exited  chan struct{}
+	exitErr error
 }
 
 // Start runs the server and waits until it answers signed requests.
@@ -54,12 +61,19 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if host == "" {
 		host = "127.0.0.1"
 	}
-	port, err := freePort(host)
-	if err != nil {
-		return nil, err
+	port := cfg.Port
+	if port == 0 {
+		var err error
+		if port, err = freePort(host); err != nil {
+			return nil, err
+		}
 	}
 	s := &Server{Endpoint: fmt.Sprintf("http://%s", net.JoinHostPort(host, fmt.Sprint(port))),
-		AccessKey: "dbpilot" + randomHex(6), SecretKey: randomHex(20), Dir: cfg.Dir, exited: make(chan error, 1)}
+		AccessKey: cfg.AccessKey, SecretKey: cfg.SecretKey, Dir: cfg.Dir, exited: make(chan struct{})}
+	if s.AccessKey == "" {
+		s.AccessKey, s.SecretKey = "dbpilot"+randomHex(6), randomHex(20)
+	}
+	var err error
 	if s.Dir == "" {
 		if s.Dir, err = os.MkdirTemp("", "s3server-"); err != nil {
 			return nil, err
@@ -80,7 +94,10 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		s.cleanup()
 		return nil, fmt.Errorf("starting versitygw: %w", err)
 	}
-	go func() { s.exited <- s.cmd.Wait() }()
+	go func() {
+		s.exitErr = s.cmd.Wait()
+		close(s.exited)
+	}()
 	if err := s.waitReady(ctx); err != nil {
 		s.Stop()
 		return nil, fmt.Errorf("versitygw did not start (log in %s): %w", logFile.Name(), err)
@@ -103,9 +120,8 @@ func (s *Server) waitReady(ctx context.Context) error {
 			return nil
 		}
 		select {
-		case exitErr := <-s.exited:
-			s.exited <- exitErr
-			return fmt.Errorf("exited: %v", exitErr)
+		case <-s.exited:
+			return fmt.Errorf("exited: %v", s.exitErr)
 		default:
 		}
 		if time.Now().After(deadline) {
@@ -131,9 +147,16 @@ func (s *Server) CreateBucket(ctx context.Context, name string) error {
 	return client.MakeBucket(ctx, name, minio.MakeBucketOptions{})
 }
 
-// Stop ends the server and removes a directory it created.
+// Stop ends the server and removes a directory it created; stopping a
+// stopped server does nothing.
 func (s *Server) Stop() {
-	if s.cmd != nil && s.cmd.Process != nil {
+	if s.cmd == nil || s.cmd.Process == nil {
+		s.cleanup()
+		return
+	}
+	select {
+	case <-s.exited:
+	default:
 		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGTERM)
 		select {
 		case <-s.exited:

@@ -52,3 +52,29 @@ func TestEveryMistakeIsReported(t *testing.T) {
 	g.Expect(err.Error()).To(ContainSubstring("spec.version"), "the unsupported version is reported")
 	g.Expect(err.Error()).To(ContainSubstring("spec.autopilot.replicas"), "the inverted bounds are reported")
 }
+
+// TestDatabaseBackupValidation accepts a minimal DatabaseBackup with its
+// default deletionPolicy, and rejects a missing Database name and a change
+// of the Database backed up.
+func TestDatabaseBackupValidation(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	backup := func(name, spec string) *unstructured.Unstructured {
+		return manifest(t, fmt.Sprintf("apiVersion: dbpilot.io/v1alpha1\nkind: DatabaseBackup\nmetadata: {name: %s, namespace: default}\nspec:\n%s", name, spec))
+	}
+	obj := backup("nightly", "  databaseName: orders\n")
+	g.Expect(k8sClient.Create(ctx, obj)).To(Succeed())
+	t.Cleanup(func() { _ = k8sClient.Delete(ctx, obj) })
+	policy, _, _ := unstructured.NestedString(obj.Object, "spec", "deletionPolicy")
+	g.Expect(policy).To(Equal("Retain"), "a DatabaseBackup keeps its artifacts unless it says otherwise")
+
+	err := k8sClient.Create(ctx, backup("nameless", "  deletionPolicy: Delete\n"))
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(err.Error()).To(ContainSubstring("spec.databaseName"))
+
+	changed := backup("nightly", "  databaseName: billing\n")
+	changed.SetResourceVersion(obj.GetResourceVersion())
+	err = k8sClient.Update(ctx, changed)
+	g.Expect(err).To(HaveOccurred())
+	g.Expect(err.Error()).To(ContainSubstring("spec.databaseName is immutable"))
+}

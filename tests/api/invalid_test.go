@@ -45,6 +45,12 @@ func TestInvalidDatabasesAreRejected(t *testing.T) {
 		{name: "backup without destination", spec: validSpec + "  backup: {schedule: \"@daily\", destination: {}}\n", wantField: "spec.backup.destination", wantText: "exactly one"},
 		{name: "s3 endpoint not http", spec: validSpec + "  backup: {schedule: \"@daily\", destination: {s3: {bucket: bkt, endpoint: \"ftp://x\", credentialsSecretName: s}}}\n", wantField: "spec.backup.destination.s3.endpoint", wantText: "should match"},
 		{name: "zero retention", spec: validSpec + "  backup: {schedule: \"@daily\", retention: 0, destination: {volume: {claimName: b}}}\n", wantField: "spec.backup.retention", wantText: "greater than or equal to 1"},
+		{name: "max age without unit", spec: validSpec + "  backup: {schedule: \"@daily\", maxAge: \"30\"}\n", wantField: "spec.backup.maxAge", wantText: "should match"},
+		{name: "max age in minutes", spec: validSpec + "  backup: {schedule: \"@daily\", maxAge: 90m}\n", wantField: "spec.backup.maxAge", wantText: "should match"},
+		{name: "restore from two sources", spec: validSpec + "  bootstrap: {fromBackup: {databaseBackupName: b, backupName: x, destination: {volume: {claimName: c}}}}\n", wantField: "spec.bootstrap.fromBackup", wantText: "exactly one"},
+		{name: "restore by name without destination", spec: validSpec + "  bootstrap: {fromBackup: {backupName: x}}\n", wantField: "spec.bootstrap.fromBackup", wantText: "go together"},
+		{name: "point in time on mariadb", spec: "  engine: mariadb\n  storage: {size: 1Gi}\n  bootstrap: {fromBackup: {databaseBackupName: b, targetTime: \"2026-11-23T04:30:00Z\"}}\n", wantField: "spec.bootstrap.fromBackup.targetTime", wantText: "postgres only"},
+		{name: "target time not a time", spec: validSpec + "  bootstrap: {fromBackup: {databaseBackupName: b, targetTime: yesterday}}\n", wantField: "spec.bootstrap.fromBackup.targetTime", wantText: ""},
 		{name: "name too long", dbName: "a-database-name-that-is-much-too-long-for-children", spec: validSpec, wantField: "metadata.name", wantText: "at most 40 characters"},
 		{name: "name starting with a digit", dbName: "1orders", spec: validSpec, wantField: "metadata.name", wantText: "start with a letter"},
 	}
@@ -80,6 +86,8 @@ func TestInvalidUpdatesAreRejected(t *testing.T) {
 		{name: "major upgrade", from: base, to: "  engine: postgres\n  version: \"17\"\n  storage: {size: 10Gi, storageClassName: standard}\n  credentialsSecretName: mine\n", wantField: "spec.version", wantText: "major version upgrades"},
 		{name: "version removed", from: base, to: "  engine: postgres\n  storage: {size: 10Gi, storageClassName: standard}\n  credentialsSecretName: mine\n", wantField: "spec.version", wantText: "cannot be removed"},
 		{name: "version set to another major", from: "  engine: postgres\n  storage: {size: 10Gi}\n", to: "  engine: postgres\n  version: \"15\"\n  storage: {size: 10Gi}\n", wantField: "spec.version", wantText: "major"},
+		{name: "bootstrap added", from: base, to: base + "  bootstrap: {fromBackup: {databaseBackupName: b}}\n", wantField: "spec.bootstrap", wantText: "immutable"},
+		{name: "bootstrap source change", from: base + "  bootstrap: {fromBackup: {databaseBackupName: b}}\n", to: base + "  bootstrap: {fromBackup: {databaseBackupName: c}}\n", wantField: "spec.bootstrap", wantText: "immutable"},
 		{name: "credentials secret change", from: base, to: "  engine: postgres\n  version: \"16.2\"\n  storage: {size: 10Gi, storageClassName: standard}\n  credentialsSecretName: other\n", wantField: "spec.credentialsSecretName", wantText: "immutable"},
 	}
 	for i, tc := range cases {

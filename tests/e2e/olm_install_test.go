@@ -218,6 +218,8 @@ func TestCSVPermissionsAreNotWider(t *testing.T) {
 		{"patch", "apps", "statefulsets", "shop"}, {"create", "", "secrets", "shop"}, {"patch", "", "pods", "shop"},
 		{"update", "dbpilot.io", "databases/finalizers", "shop"}, {"create", "coordination.k8s.io", "leases", ns},
 		{"create", "authentication.k8s.io", "tokenreviews", ""},
+		{"create", "dbpilot.io", "databasebackups", "shop"}, {"update", "dbpilot.io", "databasebackups/status", "shop"},
+		{"create", "", "persistentvolumeclaims", "shop"},
 	}
 	for _, a := range allowed {
 		g.Expect(can(a[0], a[1], a[2], a[3])).To(BeTrue(), "needs %v", a)
@@ -227,6 +229,7 @@ func TestCSVPermissionsAreNotWider(t *testing.T) {
 		{"create", "rbac.authorization.k8s.io", "clusterroles", ""}, {"get", "", "nodes", ""},
 		{"create", "dbpilot.io", "databases", "shop"}, {"delete", "", "persistentvolumes", ""},
 		{"create", "coordination.k8s.io", "leases", "shop"}, {"create", "apps", "deployments", "shop"},
+		{"deletecollection", "dbpilot.io", "databasebackups", "shop"}, {"delete", "", "persistentvolumes", "shop"},
 	}
 	for _, d := range denied {
 		g.Expect(can(d[0], d[1], d[2], d[3])).To(BeFalse(), "must not be allowed %v", d)

@@ -100,6 +100,12 @@ func startOperatorWith(t testing.TB, base *rest.Config, opts *options.Options) *
 	}).SetupWithManager(mgr, opts.MaxConcurrentReconciles); err != nil {
 		t.Fatalf("setting up controller: %v", err)
 	}
+	if err := (&controllers.DatabaseBackupReconciler{
+		Client:   mgr.GetClient(),
+		Recorder: mgr.GetEventRecorder(controllers.BackupFieldOwner),
+	}).SetupWithManager(mgr); err != nil {
+		t.Fatalf("setting up the backup controller: %v", err)
+	}
 	runner, err := opts.AutopilotRunner(mgr)
 	if err != nil {
 		t.Fatalf("setting up the auto-pilot: %v", err)

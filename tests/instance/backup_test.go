@@ -24,7 +24,7 @@ import (
 // s3Target starts a real S3 server (versitygw) with a bucket and returns
 // the backup target pods would get, its credentials written as the Secret's
 // files for u, and the server.
-func s3Target(t *testing.T, u osUser, prefix string) (layout.BackupTarget, *s3server.Server) {
+func s3Target(t testing.TB, u osUser, prefix string) (layout.BackupTarget, *s3server.Server) {
 	t.Helper()
 	binDir, err := localcluster.DefaultBinDir()
 	if err != nil {
@@ -44,7 +44,7 @@ func s3Target(t *testing.T, u osUser, prefix string) (layout.BackupTarget, *s3se
 	return layout.BackupTarget{S3: &layout.S3Target{Endpoint: server.Endpoint, Bucket: "backups", Prefix: prefix, CredentialsDir: creds}}, server
 }
 
-func envJSON(t *testing.T, name string, v any) string {
+func envJSON(t testing.TB, name string, v any) string {
 	t.Helper()
 	data, err := json.Marshal(v)
 	if err != nil {
@@ -55,7 +55,7 @@ func envJSON(t *testing.T, name string, v any) string {
 
 // request sends an operator request with the token and decodes a JSON
 // answer into out (when not nil).
-func (p *program) request(t *testing.T, method, path, token string, out any) int {
+func (p *program) request(t testing.TB, method, path, token string, out any) int {
 	t.Helper()
 	req, _ := http.NewRequest(method, strings.Replace(p.probe, "/readyz", path, 1), nil)
 	req.Header.Set("Authorization", "Bearer "+token)
@@ -74,7 +74,7 @@ func (p *program) request(t *testing.T, method, path, token string, out any) int
 }
 
 // backUp asks the instance for a base backup and waits for it to complete.
-func (p *program) backUp(t *testing.T, token, name string) layout.BackupManifest {
+func (p *program) backUp(t testing.TB, token, name string) layout.BackupManifest {
 	t.Helper()
 	if code, answer := p.post(t, layout.BackupsPath, token, layout.BackupRequest{Name: name}); code != http.StatusAccepted {
 		t.Fatalf("starting backup %s: %d %s", name, code, answer)

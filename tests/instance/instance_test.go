@@ -46,7 +46,7 @@ func TestMain(m *testing.M) {
 }
 
 // instanceBinary builds cmd/instance once for the package.
-func instanceBinary(t *testing.T) string {
+func instanceBinary(t testing.TB) string {
 	t.Helper()
 	buildOnce.Do(func() {
 		root, err := localcluster.RepoRoot()
@@ -80,7 +80,7 @@ func instanceBinary(t *testing.T) string {
 // refuse root), as in a pod.
 type osUser struct{ uid, gid uint32 }
 
-func lookup(t *testing.T, name string) osUser {
+func lookup(t testing.TB, name string) osUser {
 	t.Helper()
 	u, err := user.Lookup(name)
 	if err != nil {
@@ -92,7 +92,7 @@ func lookup(t *testing.T, name string) osUser {
 }
 
 // workDir is a directory the user owns, removed after the test.
-func (u osUser) workDir(t *testing.T) string {
+func (u osUser) workDir(t testing.TB) string {
 	t.Helper()
 	dir, err := os.MkdirTemp("", "dbpilot-instance-")
 	if err != nil {
@@ -107,7 +107,7 @@ func (u osUser) workDir(t *testing.T) string {
 
 // writeFile writes a file the user owns, atomically (as the kubelet
 // updates a mounted Secret).
-func (u osUser) writeFile(t *testing.T, path, content string) {
+func (u osUser) writeFile(t testing.TB, path, content string) {
 	t.Helper()
 	tmp := path + ".tmp"
 	if err := os.WriteFile(tmp, []byte(content), 0o600); err != nil {
@@ -121,7 +121,7 @@ func (u osUser) writeFile(t *testing.T, path, content string) {
 	}
 }
 
-func (u osUser) mkdir(t *testing.T, path string) string {
+func (u osUser) mkdir(t testing.TB, path string) string {
 	t.Helper()
 	if err := os.MkdirAll(path, 0o700); err != nil {
 		t.Fatal(err)
@@ -132,7 +132,7 @@ func (u osUser) mkdir(t *testing.T, path string) string {
 	return path
 }
 
-func freePort(t *testing.T) int {
+func freePort(t testing.TB) int {
 	t.Helper()
 	port, err := localcluster.FreePort()
 	if err != nil {
@@ -169,13 +169,13 @@ func (w lockedWriter) Write(b []byte) (int, error) {
 
 // start runs the instance program as the user with args, and waits until
 // its readiness probe answers.
-func start(t *testing.T, u osUser, path string, args ...string) *program {
+func start(t testing.TB, u osUser, path string, args ...string) *program {
 	t.Helper()
 	return startWithEnv(t, u, path, nil, args...)
 }
 
 // startWithEnv is start with more environment variables.
-func startWithEnv(t *testing.T, u osUser, path string, env []string, args ...string) *program {
+func startWithEnv(t testing.TB, u osUser, path string, env []string, args ...string) *program {
 	t.Helper()
 	p := launchWithEnv(t, u, path, env, args...)
 	deadline := time.Now().Add(90 * time.Second)
@@ -197,7 +197,7 @@ func startWithEnv(t *testing.T, u osUser, path string, env []string, args ...str
 }
 
 // waitExit waits for the program to exit on its own and returns how.
-func (p *program) waitExit(t *testing.T, timeout time.Duration) error {
+func (p *program) waitExit(t testing.TB, timeout time.Duration) error {
 	t.Helper()
 	select {
 	case err := <-p.done:
@@ -210,13 +210,13 @@ func (p *program) waitExit(t *testing.T, timeout time.Duration) error {
 }
 
 // launch runs the instance program as the user with args.
-func launch(t *testing.T, u osUser, path string, args ...string) *program {
+func launch(t testing.TB, u osUser, path string, args ...string) *program {
 	t.Helper()
 	return launchWithEnv(t, u, path, nil, args...)
 }
 
 // launchWithEnv is launch with more environment variables.
-func launchWithEnv(t *testing.T, u osUser, path string, env []string, args ...string) *program {
+func launchWithEnv(t testing.TB, u osUser, path string, env []string, args ...string) *program {
 	t.Helper()
 	probePort := freePort(t)
 	args = append(args, fmt.Sprintf("--probe-address=127.0.0.1:%d", probePort))
@@ -246,7 +246,7 @@ func launchWithEnv(t *testing.T, u osUser, path string, env []string, args ...st
 }
 
 // stop sends SIGTERM, as the kubelet does, and expects a clean exit.
-func (p *program) stop(t *testing.T) {
+func (p *program) stop(t testing.TB) {
 	t.Helper()
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
@@ -263,7 +263,7 @@ func (p *program) stop(t *testing.T) {
 }
 
 // eventually retries check for up to timeout.
-func eventually(t *testing.T, timeout time.Duration, what string, check func() error) {
+func eventually(t testing.TB, timeout time.Duration, what string, check func() error) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
@@ -278,7 +278,7 @@ func eventually(t *testing.T, timeout time.Duration, what string, check func() e
 	}
 }
 
-func credentials(t *testing.T, u osUser, dir, username, password, superuser string) {
+func credentials(t testing.TB, u osUser, dir, username, password, superuser string) {
 	t.Helper()
 	u.writeFile(t, filepath.Join(dir, "username"), username)
 	u.writeFile(t, filepath.Join(dir, "password"), password)
@@ -486,7 +486,7 @@ func (p *program) readiness() (int, string) {
 }
 
 // instanceStatus reads a running instance program's /status.
-func (p *program) status(t *testing.T) map[string]any {
+func (p *program) status(t testing.TB) map[string]any {
 	t.Helper()
 	resp, err := http.Get(strings.Replace(p.probe, "/readyz", "/status", 1))
 	if err != nil {
@@ -505,7 +505,7 @@ func (p *program) status(t *testing.T) map[string]any {
 
 // checkRoles expects the primary and the replica to report their roles, a
 // position, and the replica to replicate with its lag reported.
-func checkRoles(t *testing.T, primary, replica *program) {
+func checkRoles(t testing.TB, primary, replica *program) {
 	t.Helper()
 	p := primary.status(t)
 	if p["role"] != "primary" || p["position"] == "" || p["position"] == nil || p["credentialsApplied"] != true {

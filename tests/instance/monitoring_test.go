@@ -8,7 +8,7 @@ import (
 // checkPostgresMonitoring: the monitoring user reads the statistics views a
 // pg_monitor member reads (other sessions' queries included), and writes
 // nothing, not even the table PUBLIC may write (the test made one).
-func checkPostgresMonitoring(ctx context.Context, t *testing.T, port int, password string) {
+func checkPostgresMonitoring(ctx context.Context, t testing.TB, port int, password string) {
 	t.Helper()
 	conn, err := pgConnect(ctx, port, "dbpilot_monitoring", password, "postgres")
 	if err != nil {
@@ -39,7 +39,7 @@ func checkPostgresMonitoring(ctx context.Context, t *testing.T, port int, passwo
 
 // checkMariaDBMonitoring: the monitoring user sees every session and the
 // replication state, and writes nothing.
-func checkMariaDBMonitoring(ctx context.Context, t *testing.T, port int, password string) {
+func checkMariaDBMonitoring(ctx context.Context, t testing.TB, port int, password string) {
 	t.Helper()
 	db, err := mysqlConnect(ctx, port, "dbpilot_monitoring", password, "")
 	if err != nil {

@@ -178,7 +178,7 @@ func TestPostgresReplicaClonesAndStreams(t *testing.T) {
 }
 
 // argValue is the value of --name=value in args.
-func argValue(t *testing.T, args []string, name string) string {
+func argValue(t testing.TB, args []string, name string) string {
 	t.Helper()
 	for _, arg := range args {
 		if value, ok := strings.CutPrefix(arg, name+"="); ok {
@@ -200,7 +200,7 @@ const rewoundMessage = "pg_rewind done"
 // checkLagBound pauses the replica's replay while the primary writes: past
 // the replica's 2 s bound it is not ready, and once replay resumes it is
 // again.
-func checkLagBound(ctx context.Context, t *testing.T, replica *program, port int, app *pgx.Conn) {
+func checkLagBound(ctx context.Context, t testing.TB, replica *program, port int, app *pgx.Conn) {
 	t.Helper()
 	admin, err := pgConnect(ctx, port, "postgres", "super-pass", "postgres")
 	if err != nil {
@@ -387,7 +387,7 @@ func TestMariaDBReplicaClonesAndReplicates(t *testing.T) {
 
 // purgeBinaryLogs makes the primary start a new binary log and purge the
 // older ones, as root over its socket.
-func purgeBinaryLogs(ctx context.Context, t *testing.T, socket string) {
+func purgeBinaryLogs(ctx context.Context, t testing.TB, socket string) {
 	t.Helper()
 	cfg := mysqldriver.NewConfig()
 	cfg.Net, cfg.Addr, cfg.User, cfg.Passwd = "unix", socket, "root", "super-pass"
@@ -444,7 +444,7 @@ func purgeBinaryLogs(ctx context.Context, t *testing.T, socket string) {
 // checkDropSlots: the primary's instance program drops the inactive slots
 // it is asked to drop, for a caller with the replication password only; an
 // active slot and a slot it was not asked about stay.
-func checkDropSlots(ctx context.Context, t *testing.T, primary *program, admin *pgx.Conn) {
+func checkDropSlots(ctx context.Context, t testing.TB, primary *program, admin *pgx.Conn) {
 	t.Helper()
 	for _, slot := range []string{"db_7", "user_slot"} {
 		if _, err := admin.Exec(ctx, "SELECT pg_create_physical_replication_slot($1)", slot); err != nil {

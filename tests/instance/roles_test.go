@@ -20,7 +20,7 @@ import (
 
 // post sends an operator request to an instance program with the token
 // and returns the answer.
-func (p *program) post(t *testing.T, path, token string, body any) (int, string) {
+func (p *program) post(t testing.TB, path, token string, body any) (int, string) {
 	t.Helper()
 	data, _ := json.Marshal(body)
 	req, _ := http.NewRequest(http.MethodPost, strings.Replace(p.probe, "/readyz", path, 1), bytes.NewReader(data))
@@ -37,7 +37,7 @@ func (p *program) post(t *testing.T, path, token string, body any) (int, string)
 }
 
 // kill kills the program and its engine at once, as a lost node would.
-func (p *program) kill(t *testing.T) {
+func (p *program) kill(t testing.TB) {
 	t.Helper()
 	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 	select {
@@ -50,7 +50,7 @@ func (p *program) kill(t *testing.T) {
 
 // designate writes designation files, as the kubelet projects the
 // designation ConfigMap.
-func designate(t *testing.T, u osUser, dir, primary string, epoch int) {
+func designate(t testing.TB, u osUser, dir, primary string, epoch int) {
 	t.Helper()
 	u.writeFile(t, filepath.Join(dir, layout.KeyPrimary), primary)
 	u.writeFile(t, filepath.Join(dir, layout.KeyEpoch), strconv.Itoa(epoch))

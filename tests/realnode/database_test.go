@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -23,7 +24,8 @@ import (
 	"github.com/dbpilot/dbpilot/controllers/desired"
 )
 
-// restrictedNamespace creates a namespace enforcing PodSecurity restricted.
+// restrictedNamespace creates a namespace enforcing PodSecurity restricted;
+// one that exists already (a test that prepares it) is kept.
 func restrictedNamespace(t *testing.T, name string) {
 	t.Helper()
 	ctx := context.Background()
@@ -31,7 +33,7 @@ func restrictedNamespace(t *testing.T, name string) {
 		"pod-security.kubernetes.io/enforce":         "restricted",
 		"pod-security.kubernetes.io/enforce-version": "latest",
 	}}}
-	if _, err := clientset.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+	if _, err := clientset.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatalf("creating namespace %s: %v", name, err)
 	}
 	NewWithT(t).Eventually(func() error {

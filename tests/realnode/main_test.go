@@ -28,7 +28,7 @@ import (
 )
 
 // inProcessNamespaces are watched by the operator this test process runs.
-const inProcessNamespaces = "real-postgres,real-mariadb,real-replicas-postgres,real-replicas-mariadb,real-failover-postgres,real-failover-mariadb,real-sync-postgres,real-sync-mariadb,real-rollout-postgres,real-rollout-mariadb,real-faults-postgres,real-faults-mariadb"
+const inProcessNamespaces = "real-postgres,real-mariadb,real-replicas-postgres,real-replicas-mariadb,real-failover-postgres,real-failover-mariadb,real-sync-postgres,real-sync-mariadb,real-rollout-postgres,real-rollout-mariadb,real-faults-postgres,real-faults-mariadb,real-backup-postgres"
 
 var (
 	cluster   *localcluster.Cluster
@@ -138,6 +138,12 @@ func startOperator(scheme any) (func(), error) {
 		Images:     images,
 		Namespaces: opts.Namespaces(),
 	}).SetupWithManager(mgr, opts.MaxConcurrentReconciles); err != nil {
+		return nil, err
+	}
+	if err := (&controllers.DatabaseBackupReconciler{
+		Client:   mgr.GetClient(),
+		Recorder: mgr.GetEventRecorder(controllers.BackupFieldOwner),
+	}).SetupWithManager(mgr); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -1,0 +1,252 @@
+package realnode_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
+	"github.com/dbpilot/dbpilot/instance/layout"
+	"github.com/dbpilot/dbpilot/internal/localcluster"
+	"github.com/dbpilot/dbpilot/internal/s3server"
+)
+
+// startS3 runs a real S3 server (versitygw) on the node's bridge, where pods
+// reach it, with a bucket named backups, and a Secret of its credentials
+// in the namespace.
+func startS3(t *testing.T, g Gomega, namespace string) *s3server.Server {
+	t.Helper()
+	binDir, err := localcluster.DefaultBinDir()
+	g.Expect(err).NotTo(HaveOccurred())
+	server, err := s3server.Start(context.Background(), s3server.Config{Binary: filepath.Join(binDir, "versitygw"),
+		Host: localcluster.BridgeIP, Dir: t.TempDir()})
+	g.Expect(err).NotTo(HaveOccurred())
+	t.Cleanup(func() { server.Stop() })
+	g.Expect(server.CreateBucket(context.Background(), "backups")).To(Succeed())
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "s3-credentials"},
+		StringData: map[string]string{layout.KeyAccessKeyID: server.AccessKey, layout.KeySecretAccessKey: server.SecretKey}}
+	g.Expect(k8sClient.Create(context.Background(), secret)).To(Succeed())
+	return server
+}
+
+// restartS3 starts the server again on the same address and directory.
+func restartS3(g Gomega, old *s3server.Server) *s3server.Server {
+	binDir, err := localcluster.DefaultBinDir()
+	g.Expect(err).NotTo(HaveOccurred())
+	var port int
+	_, err = fmt.Sscanf(old.Endpoint[strings.LastIndex(old.Endpoint, ":")+1:], "%d", &port)
+	g.Expect(err).NotTo(HaveOccurred())
+	server, err := s3server.Start(context.Background(), s3server.Config{Binary: filepath.Join(binDir, "versitygw"),
+		Host: localcluster.BridgeIP, Port: port, Dir: old.Dir, AccessKey: old.AccessKey, SecretKey: old.SecretKey})
+	g.Expect(err).NotTo(HaveOccurred())
+	return server
+}
+
+// backupsOf lists the Database's DatabaseBackups by phase.
+func backupsOf(g Gomega, db *dbpilotv1alpha1.Database) map[dbpilotv1alpha1.BackupPhase][]dbpilotv1alpha1.DatabaseBackup {
+	list := &dbpilotv1alpha1.DatabaseBackupList{}
+	g.Expect(k8sClient.List(context.Background(), list, client.InNamespace(db.Namespace))).To(Succeed())
+	byPhase := map[dbpilotv1alpha1.BackupPhase][]dbpilotv1alpha1.DatabaseBackup{}
+	for _, b := range list.Items {
+		if b.Spec.DatabaseName == db.Name && b.DeletionTimestamp.IsZero() {
+			byPhase[b.Status.Phase] = append(byPhase[b.Status.Phase], b)
+		}
+	}
+	return byPhase
+}
+
+// storedBackups are the names of the base backups with a manifest in the
+// server's bucket under prefix.
+func storedBackups(server *s3server.Server, prefix string) []string {
+	entries, _ := os.ReadDir(filepath.Join(server.Dir, "backups", prefix, "base"))
+	var names []string
+	for _, e := range entries {
+		if _, err := os.Stat(filepath.Join(server.Dir, "backups", prefix, "base", e.Name(), "manifest.json")); err == nil {
+			names = append(names, e.Name())
+		}
+	}
+	return names
+}
+
+// TestBackupsAndPointInTimeRestore runs backups of a two-pod PostgreSQL
+// Database on the real node into a real S3 server: a schedule every minute
+// takes backups (from the replica) while the primary archives its WAL;
+// retention keeps 2; status.backup and the BackupSucceeded and
+// ContinuousArchiving conditions report success, and failure while the
+// server is down (with a Warning Event), and success again once it is
+// back; an on-demand DatabaseBackup completes; a Database restored from it
+// to an instant between two batches serves exactly the rows of that instant
+// through its -rw Service, and one restored to the end of the archive
+// serves every row; deleting the DatabaseBackup (Retain) keeps its
+// artifacts.
+func TestBackupsAndPointInTimeRestore(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := "real-backup-postgres"
+	tc := replicationEngines[0]
+	restrictedNamespace(t, ns)
+	server := startS3(t, g, ns)
+	db := twoPodDatabase(t, g, ns, tc, tc.create, func(db *dbpilotv1alpha1.Database) {
+		db.Spec.Backup = &dbpilotv1alpha1.BackupSpec{Schedule: "* * * * *", Retention: 2,
+			Destination: &dbpilotv1alpha1.BackupDestination{S3: &dbpilotv1alpha1.S3Destination{
+				Endpoint: server.Endpoint, Bucket: "backups", CredentialsSecretName: "s3-credentials"}}}
+	})
+	prefix := ns + "/orders"
+
+	// Scheduled backups complete, from the replica, and retention keeps 2
+	// of them (in the store too).
+	g.Eventually(func(g Gomega) {
+		completed := backupsOf(g, db)[dbpilotv1alpha1.BackupPhaseCompleted]
+		g.Expect(len(completed)).To(BeNumerically(">=", 2))
+		for _, b := range completed {
+			g.Expect(b.Status.Instance).To(Equal("orders-1"), "backups are taken from the caught-up replica")
+			g.Expect(b.Status.Checksum).To(HavePrefix("sha256:"))
+		}
+	}, 4*time.Minute, 2*time.Second).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(db), db)).To(Succeed())
+		g.Expect(db.Status.Backup).NotTo(BeNil())
+		g.Expect(db.Status.Backup.LastSuccessful).NotTo(BeNil())
+		g.Expect(db.Status.Backup.NextScheduleTime.Time).To(BeTemporally(">", time.Now().Add(-5*time.Second)))
+		g.Expect(db.Status.Backup.FirstRecoverabilityPoint).NotTo(BeNil())
+		g.Expect(meta.IsStatusConditionTrue(db.Status.Conditions, dbpilotv1alpha1.ConditionBackupSucceeded)).To(BeTrue())
+		g.Expect(meta.IsStatusConditionTrue(db.Status.Conditions, dbpilotv1alpha1.ConditionContinuousArchiving)).To(BeTrue(),
+			"%+v", meta.FindStatusCondition(db.Status.Conditions, dbpilotv1alpha1.ConditionContinuousArchiving))
+	}, 2*time.Minute, 2*time.Second).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		completed := backupsOf(g, db)[dbpilotv1alpha1.BackupPhaseCompleted]
+		g.Expect(completed).To(HaveLen(2), "retention keeps 2")
+		g.Expect(storedBackups(server, prefix)).To(HaveLen(2), "pruned backups leave the store")
+	}, 3*time.Minute, 2*time.Second).Should(Succeed())
+	g.Expect(lastBackupMetric(g, db)).To(BeNumerically("~", db.Status.Backup.LastSuccessfulTime.Unix(), 1),
+		"dbpilot_backup_last_success_timestamp_seconds follows status.backup")
+	t.Logf("status.backup: last %s (%s, %ds), window %s .. %s, WAL %s", db.Status.Backup.LastSuccessful.Name, db.Status.Backup.LastSuccessful.Size,
+		db.Status.Backup.LastSuccessful.DurationSeconds, db.Status.Backup.FirstRecoverabilityPoint, db.Status.Backup.LastRecoverabilityPoint,
+		db.Status.Backup.WALArchive.LastArchivedWAL)
+
+	// With the store down, the next backup fails, and says so.
+	server.Stop()
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(db), db)).To(Succeed())
+		cond := meta.FindStatusCondition(db.Status.Conditions, dbpilotv1alpha1.ConditionBackupSucceeded)
+		g.Expect(cond).NotTo(BeNil())
+		g.Expect(cond.Status).To(Equal(metav1.ConditionFalse))
+		g.Expect(db.Status.Backup.LastFailed).NotTo(BeNil())
+		g.Expect(eventNote(g, ns, dbpilotv1alpha1.EventReasonBackupFailed)).NotTo(BeEmpty())
+	}, 3*time.Minute, 2*time.Second).Should(Succeed())
+	t.Logf("while the store is down: %s", meta.FindStatusCondition(db.Status.Conditions, dbpilotv1alpha1.ConditionBackupSucceeded).Message)
+	server = restartS3(g, server)
+	t.Cleanup(func() { server.Stop() })
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(db), db)).To(Succeed())
+		g.Expect(meta.IsStatusConditionTrue(db.Status.Conditions, dbpilotv1alpha1.ConditionBackupSucceeded)).To(BeTrue())
+	}, 3*time.Minute, 2*time.Second).Should(Succeed())
+
+	// Stop the schedule, back up on demand, and note an instant between two
+	// batches of rows.
+	g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(db), db)).To(Succeed())
+	db.Spec.Backup.Schedule = "0 0 1 1 *"
+	g.Expect(k8sClient.Update(ctx, db)).To(Succeed())
+	manual := &dbpilotv1alpha1.DatabaseBackup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "manual"},
+		Spec: dbpilotv1alpha1.DatabaseBackupSpec{DatabaseName: "orders"}}
+	g.Eventually(func() error { return k8sClient.Create(ctx, manual) }, time.Minute, time.Second).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(manual), manual)).To(Succeed())
+		g.Expect(manual.Status.Phase).To(Equal(dbpilotv1alpha1.BackupPhaseCompleted), manual.Status.Message)
+	}, 3*time.Minute, time.Second).Should(Succeed())
+	session, err := connectApp(ctx, db)
+	g.Expect(err).NotTo(HaveOccurred())
+	defer session.close()
+	g.Expect(session.exec(ctx, tc.more)).To(Succeed())
+	time.Sleep(2 * time.Second)
+	instant := time.Now()
+	sumAtInstant, err := session.queryInt(ctx, tc.sum)
+	g.Expect(err).NotTo(HaveOccurred())
+	time.Sleep(2 * time.Second)
+	g.Expect(session.exec(ctx, tc.more3)).To(Succeed())
+	sumAtEnd, err := session.queryInt(ctx, tc.sum)
+	g.Expect(err).NotTo(HaveOccurred())
+	committed := time.Now()
+	// The WAL of the last batch reaches the store within archive_timeout.
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(db), db)).To(Succeed())
+		g.Expect(db.Status.Backup.WALArchive).NotTo(BeNil())
+		g.Expect(db.Status.Backup.WALArchive.LastArchivedTime).NotTo(BeNil())
+		g.Expect(db.Status.Backup.WALArchive.LastArchivedTime.Time).To(BeTemporally(">", committed))
+	}, 3*time.Minute, time.Second).Should(Succeed())
+	t.Logf("commit to archived WAL: %.1fs", db.Status.Backup.WALArchive.LastArchivedTime.Sub(committed).Seconds())
+
+	// Restore to the instant: a new Database serves the rows of then.
+	restored := newDatabase(ns, "orders-pitr", tc.engine, tc.version, 1)
+	restored.Spec.Bootstrap = &dbpilotv1alpha1.BootstrapSpec{FromBackup: &dbpilotv1alpha1.FromBackup{
+		DatabaseBackupName: "manual", TargetTime: &metav1.Time{Time: instant}}}
+	restored.Spec.CredentialsSecretName = db.CredentialsSecretName()
+	g.Expect(k8sClient.Create(ctx, restored)).To(Succeed())
+	logPodsOnFailure(t, restored)
+	waitAvailable(g, restored, 4*time.Minute)
+	expectSum(g, restored, tc, sumAtInstant)
+	deleteAndWait(g, restored)
+
+	// Restore the same backup to the end of the archive.
+	full := newDatabase(ns, "orders-copy", tc.engine, tc.version, 1)
+	full.Spec.Bootstrap = &dbpilotv1alpha1.BootstrapSpec{FromBackup: &dbpilotv1alpha1.FromBackup{DatabaseBackupName: "manual"}}
+	full.Spec.CredentialsSecretName = db.CredentialsSecretName()
+	g.Expect(k8sClient.Create(ctx, full)).To(Succeed())
+	logPodsOnFailure(t, full)
+	waitAvailable(g, full, 4*time.Minute)
+	expectSum(g, full, tc, sumAtEnd)
+	deleteAndWait(g, full)
+	t.Logf("restored: sum %d at %s, %d at the end", sumAtInstant, instant.Format(time.RFC3339), sumAtEnd)
+
+	// Deleting the on-demand backup keeps its artifacts (Retain).
+	g.Expect(k8sClient.Delete(ctx, manual)).To(Succeed())
+	g.Eventually(func() error { return k8sClient.Get(ctx, client.ObjectKeyFromObject(manual), manual) }, time.Minute, time.Second).
+		Should(MatchError(ContainSubstring("not found")))
+	g.Expect(storedBackups(server, prefix)).To(ContainElement(HavePrefix("manual-")))
+}
+
+// lastBackupMetric is the in-process operator's
+// dbpilot_backup_last_success_timestamp_seconds of db.
+func lastBackupMetric(g Gomega, db *dbpilotv1alpha1.Database) float64 {
+	families, err := metrics.Registry.Gather()
+	g.Expect(err).NotTo(HaveOccurred())
+	for _, f := range families {
+		if f.GetName() != "dbpilot_backup_last_success_timestamp_seconds" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["namespace"] == db.Namespace && labels["database"] == db.Name && labels["engine"] == string(db.Spec.Engine) {
+				return m.GetGauge().GetValue()
+			}
+		}
+	}
+	return 0
+}
+
+// expectSum reads the sum of the orders table through the Database's -rw
+// Service.
+func expectSum(g Gomega, db *dbpilotv1alpha1.Database, tc replicationSQL, want int) {
+	g.Eventually(func(g Gomega) {
+		session, err := connectApp(context.Background(), db)
+		g.Expect(err).NotTo(HaveOccurred())
+		defer session.close()
+		sum, err := session.queryInt(context.Background(), tc.sum)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(sum).To(Equal(want))
+	}, time.Minute, time.Second).Should(Succeed())
+}
