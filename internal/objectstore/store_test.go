@@ -121,3 +121,42 @@ func roundTrip(ctx context.Context, t *testing.T, store objectstore.Store) {
 		t.Fatalf("after delete, base/ lists %+v, %v", rest, err)
 	}
 }
+
+// TestS3OverTLSWithCA reaches an https endpoint whose certificate a private
+// CA signs: with the CA given it works; without it, the client refuses the
+// certificate.
+func TestS3OverTLSWithCA(t *testing.T) {
+	ctx := context.Background()
+	binDir, err := localcluster.DefaultBinDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	server, err := s3server.Start(ctx, s3server.Config{Binary: filepath.Join(binDir, "versitygw"), TLS: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(server.Stop)
+	if err := server.CreateBucket(ctx, "backups"); err != nil {
+		t.Fatal(err)
+	}
+	config := objectstore.S3Config{Endpoint: server.Endpoint, Bucket: "backups", AccessKeyID: server.AccessKey, SecretAccessKey: server.SecretKey}
+	withCA := config
+	withCA.CA = server.CA
+	store, err := objectstore.NewS3(withCA)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := store.Put(ctx, "a", strings.NewReader("over tls")); err != nil {
+		t.Fatalf("put over https with the CA: %v", err)
+	}
+	untrusting, err := objectstore.NewS3(config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := untrusting.Put(ctx, "b", strings.NewReader("x")); err == nil || !strings.Contains(err.Error(), "certificate") {
+		t.Fatalf("put over https without the CA: %v, want a certificate error", err)
+	}
+	if _, err := objectstore.NewS3(objectstore.S3Config{Endpoint: server.Endpoint, Bucket: "backups", CA: []byte("not pem")}); err == nil {
+		t.Fatal("a CA bundle without a certificate was accepted")
+	}
+}

@@ -7,13 +7,17 @@ package s3server
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -36,6 +40,9 @@ type Config struct {
 	// AccessKey and SecretKey are the root user's credentials; random
 	// when empty.
 	AccessKey, SecretKey string
+	// TLS serves https with a certificate signed by a CA made for the
+	// server (Server.CA).
+	TLS bool
 }
 
 // Server is a running versitygw.
@@ -47,6 +54,9 @@ type Server struct {
 	AccessKey, SecretKey string
 	// Dir is the backend's directory.
 	Dir string
+	// CA is the PEM of the CA that signs the server's certificate, with
+	// Config.TLS.
+	CA []byte
 
 	cmd     *exec.Cmd
 	ownsDir bool
@@ -80,7 +90,23 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		}
 		s.ownsDir = true
 	}
-	s.cmd = exec.Command(cfg.Binary, "--quiet", "--port", net.JoinHostPort(host, fmt.Sprint(port)), "posix", s.Dir)
+	args := []string{"--quiet", "--port", net.JoinHostPort(host, fmt.Sprint(port))}
+	if cfg.TLS {
+		certDir, err := os.MkdirTemp("", "s3server-tls-")
+		if err != nil {
+			s.cleanup()
+			return nil, err
+		}
+		defer os.RemoveAll(certDir)
+		ca, certFile, keyFile, err := writeTLS(certDir, host)
+		if err != nil {
+			s.cleanup()
+			return nil, err
+		}
+		s.CA, s.Endpoint = ca, "https://"+net.JoinHostPort(host, fmt.Sprint(port))
+		args = append(args, "--cert", certFile, "--key", keyFile)
+	}
+	s.cmd = exec.Command(cfg.Binary, append(args, "posix", s.Dir)...)
 	s.cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY="+s.AccessKey, "ROOT_SECRET_KEY="+s.SecretKey)
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	logFile, err := os.Create(filepath.Join(os.TempDir(), fmt.Sprintf("versitygw-%d.log", port)))
@@ -132,10 +158,19 @@ func (s *Server) waitReady(ctx context.Context) error {
 }
 
 func (s *Server) client() (*minio.Client, error) {
-	return minio.New(s.Endpoint[len("http://"):], &minio.Options{
+	host, secure := strings.CutPrefix(s.Endpoint, "https://")
+	host = strings.TrimPrefix(host, "http://")
+	opts := &minio.Options{
 		Creds:        credentials.NewStaticV4(s.AccessKey, s.SecretKey, ""),
 		BucketLookup: minio.BucketLookupPath,
-	})
+		Secure:       secure,
+	}
+	if secure {
+		pool := x509.NewCertPool()
+		pool.AppendCertsFromPEM(s.CA)
+		opts.Transport = &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}
+	}
+	return minio.New(host, opts)
 }
 
 // CreateBucket creates a bucket through the S3 API.
