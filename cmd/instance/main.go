@@ -150,7 +150,11 @@ func run(args []string, log *slog.Logger) error {
 		if r.replica {
 			replication.CloneFrom = *cloneFrom
 		}
-		engine = &mysql.Engine{Flavor: mysql.Flavor(*engineName), DataDir: *dataDir, Socket: *socket, DefaultsFile: *defaultsFile, ExtraArgs: flags.Args(), Replication: replication}
+		my := &mysql.Engine{Flavor: mysql.Flavor(*engineName), DataDir: *dataDir, Socket: *socket, DefaultsFile: *defaultsFile, ExtraArgs: flags.Args(), Replication: replication}
+		if _, my.Restore, err = backupSettings(r); err != nil {
+			return err
+		}
+		engine = my
 	default:
 		return fmt.Errorf("--engine: %q is not postgres, mariadb or mysql", *engineName)
 	}

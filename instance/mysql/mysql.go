@@ -22,6 +22,7 @@ import (
 	driver "github.com/go-sql-driver/mysql"
 
 	"github.com/dbpilot/dbpilot/instance"
+	"github.com/dbpilot/dbpilot/instance/layout"
 )
 
 // Flavor is MariaDB or MySQL.
@@ -50,6 +51,9 @@ type Engine struct {
 	// Replication says whether a new MariaDB instance clones a primary, and
 	// how replicas reach this one.
 	Replication Replication
+	// Restore, for a MariaDB Database bootstrapped from a backup, is the
+	// backup a new primary restores instead of creating empty tables.
+	Restore *layout.RestoreSource
 
 	// appliedSuperuser is the superuser password last applied: MySQL's root
 	// logs in with it until a rotated one is applied.
@@ -63,6 +67,9 @@ var _ instance.Engine = (*Engine)(nil)
 
 // Initialized reports whether the datadir holds the system tables.
 func (e *Engine) Initialized() (bool, error) {
+	if _, err := os.Stat(filepath.Join(e.DataDir, restoreIncomplete)); err == nil {
+		return false, nil
+	}
 	_, err := os.Stat(filepath.Join(e.DataDir, "mysql"))
 	if errors.Is(err, os.ErrNotExist) {
 		return false, nil
@@ -98,10 +105,16 @@ func (e *Engine) BootstrapCommand(osUser string) (string, []string) {
 }
 
 // Bootstrap creates the system tables in an empty datadir, or, for a
-// MariaDB replica, clones the primary.
+// MariaDB replica, clones the primary, or restores a backup.
 func (e *Engine) Bootstrap(ctx context.Context, _ instance.Credentials) error {
 	if e.Flavor == MariaDB && e.Replication.CloneFrom != "" {
 		return e.clone(ctx)
+	}
+	if e.Restore != nil {
+		if e.Flavor != MariaDB {
+			return errBackupMySQL
+		}
+		return e.restore(ctx)
 	}
 	osUser, err := currentUser()
 	if err != nil {

@@ -93,3 +93,68 @@ func BenchmarkPostgresBackup(b *testing.B) {
 			mb, float64(m.Files[0].StoredSize)/1e6, mb/backupSeconds, mb/restoreSeconds, commitToArchive, "60s")
 	}
 }
+
+// BenchmarkMariaDBBackup prints MariaDB's base backup and restore
+// throughput (MB of data per second) into and out of a real S3 server.
+// Binary logs are not archived yet, so there is no commit-to-store time.
+func BenchmarkMariaDBBackup(b *testing.B) {
+	my := lookup(b, "mysql")
+	ctx := context.Background()
+	path := "/usr/sbin:/usr/bin:/bin"
+	target, _ := s3Target(b, my, "bench")
+	node := func(name string, env string) (int, *program) {
+		dir := my.workDir(b)
+		creds := my.mkdir(b, filepath.Join(dir, "credentials"))
+		run := my.mkdir(b, filepath.Join(dir, "run"))
+		credentials(b, my, creds, "shop", "app-pass", "super-pass")
+		my.writeFile(b, filepath.Join(dir, "replication-password"), "repl-pass")
+		port := freePort(b)
+		my.writeFile(b, filepath.Join(dir, "my.cnf"), fmt.Sprintf(
+			"[mysqld]\nbind-address = 127.0.0.1\nport = %d\nskip-name-resolve\ninnodb_buffer_pool_size = 256M\nlog-bin = binlog\n", port))
+		return port, startWithEnv(b, my, path, []string{env}, "--engine=mariadb", "--data-dir="+filepath.Join(dir, "data"),
+			"--socket="+filepath.Join(run, "mysqld.sock"), "--defaults-file="+filepath.Join(dir, "my.cnf"),
+			"--credentials-dir="+creds, "--instance-name="+name,
+			"--replication-password-file="+filepath.Join(dir, "replication-password"), "--bootstrap=primary")
+	}
+	port, primary := node("bench-0", envJSON(b, layout.BackupTargetEnv, target))
+	app, err := mysqlConnect(ctx, port, "shop", "app-pass", "shop")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer app.Close()
+	for _, stmt := range []string{
+		"CREATE TABLE items (id INT PRIMARY KEY, payload VARCHAR(64) NOT NULL)",
+		"INSERT INTO items SELECT seq, CONCAT(md5(seq), md5(seq + 1)) FROM seq_1_to_3000000",
+	} {
+		if _, err := app.ExecContext(ctx, stmt); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		started := time.Now()
+		m := primary.backUp(b, "repl-pass", fmt.Sprintf("bench-%d", i))
+		backupSeconds := time.Since(started).Seconds()
+		mb := float64(m.Files[0].Size) / 1e6
+		restoreStarted := time.Now()
+		restoredPort, _ := node(fmt.Sprintf("restored-%d", i), envJSON(b, layout.RestoreSourceEnv, layout.RestoreSource{Target: target, Backup: m.Name}))
+		restoreSeconds := time.Since(restoreStarted).Seconds()
+		restored, err := mysqlConnect(ctx, restoredPort, "shop", "app-pass", "shop")
+		if err != nil {
+			b.Fatal(err)
+		}
+		var rows int
+		err = restored.QueryRowContext(ctx, "SELECT COUNT(*) FROM items").Scan(&rows)
+		restored.Close()
+		if err != nil || rows != 3000000 {
+			b.Fatalf("restored %d rows (%v), want 3000000", rows, err)
+		}
+		if code := primary.request(b, http.MethodDelete, layout.BackupsPath+"/"+m.Name, "repl-pass", nil); code != http.StatusNoContent {
+			b.Fatalf("deleting the backup: %d", code)
+		}
+		b.ReportMetric(mb/backupSeconds, "backup_MB/s")
+		b.ReportMetric(mb/restoreSeconds, "restore_MB/s")
+		fmt.Printf("backup mariadb data_mb=%.0f stored_mb=%.0f backup_mb_s=%.1f restore_mb_s=%.1f\n",
+			mb, float64(m.Files[0].StoredSize)/1e6, mb/backupSeconds, mb/restoreSeconds)
+	}
+}

@@ -283,3 +283,120 @@ func TestPostgresBackupAndPointInTimeRestore(t *testing.T) {
 		t.Fatalf("a failed restore left %d entries in the data directory (%v)", len(entries), err)
 	}
 }
+
+// TestMariaDBBackupAndRestore writes 100,000 rows into a MariaDB primary,
+// takes a base backup from its replica into a real S3 server, writes more,
+// and restores the backup into a new instance: it is a writable primary
+// (no longer anyone's replica) with exactly the rows and checksum of the
+// backup's moment. A corrupted backup is refused by its checksum.
+func TestMariaDBBackupAndRestore(t *testing.T) {
+	my := lookup(t, "mysql")
+	ctx := context.Background()
+	path := "/usr/sbin:/usr/bin:/bin"
+	target, server := s3Target(t, my, "shop/catalog")
+	targetEnv := envJSON(t, layout.BackupTargetEnv, target)
+	type node struct {
+		port int
+		args []string
+	}
+	newNode := func(name string) node {
+		dir := my.workDir(t)
+		creds := my.mkdir(t, filepath.Join(dir, "credentials"))
+		run := my.mkdir(t, filepath.Join(dir, "run"))
+		credentials(t, my, creds, "shop", "app-pass", "super-pass")
+		my.writeFile(t, filepath.Join(dir, "replication-password"), "repl-pass")
+		port := freePort(t)
+		my.writeFile(t, filepath.Join(dir, "my.cnf"), fmt.Sprintf(
+			"[mysqld]\nbind-address = 127.0.0.1\nport = %d\nskip-name-resolve\ninnodb_buffer_pool_size = 64M\nlog-bin = binlog\n", port))
+		return node{port, []string{"--engine=mariadb", "--data-dir=" + filepath.Join(dir, "data"),
+			"--socket=" + filepath.Join(run, "mysqld.sock"), "--defaults-file=" + filepath.Join(dir, "my.cnf"),
+			"--credentials-dir=" + creds, "--instance-name=" + name,
+			"--replication-password-file=" + filepath.Join(dir, "replication-password")}}
+	}
+	source, replicaNode := newNode("catalog-0"), newNode("catalog-1")
+	primary := startWithEnv(t, my, path, []string{targetEnv}, append(source.args, "--bootstrap=primary")...)
+	app, err := mysqlConnect(ctx, source.port, "shop", "app-pass", "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Close()
+	for _, stmt := range []string{
+		"CREATE TABLE items (id INT PRIMARY KEY, payload VARCHAR(40) NOT NULL)",
+		"INSERT INTO items SELECT seq, md5(seq) FROM seq_1_to_100000",
+	} {
+		if _, err := app.ExecContext(ctx, stmt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	digest := func(port int) (string, error) {
+		db, err := mysqlConnect(ctx, port, "shop", "app-pass", "shop")
+		if err != nil {
+			return "", err
+		}
+		defer db.Close()
+		var d string
+		err = db.QueryRowContext(ctx, "SELECT CONCAT(COUNT(*), ':', MD5(SUM(CRC32(CONCAT(id, ':', payload))))) FROM items").Scan(&d)
+		return d, err
+	}
+	atBackup, err := digest(source.port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	instancePort := strings.TrimSuffix(strings.TrimPrefix(primary.probe, "http://127.0.0.1:"), "/readyz")
+	replica := startWithEnv(t, my, path, []string{targetEnv}, append(replicaNode.args, "--bootstrap=replica", "--clone-from=127.0.0.1",
+		"--clone-port="+strconv.Itoa(source.port), "--clone-instance-port="+instancePort)...)
+	eventually(t, time.Minute, "the replica has the rows", func() error {
+		d, err := digest(replicaNode.port)
+		if err == nil && d != atBackup {
+			err = fmt.Errorf("replica has %s", d)
+		}
+		return err
+	})
+	m := replica.backUp(t, "repl-pass", "first")
+	if m.Engine != "mariadb" || !strings.HasPrefix(m.Version, "10.11") || m.Instance != "catalog-1" || m.StartPosition == "" ||
+		len(m.Files) != 1 || m.Files[0].StoredSize >= m.Files[0].Size {
+		t.Fatalf("manifest of a replica's backup: %+v", m)
+	}
+	t.Logf("base backup: %d bytes (%d stored) at GTID %s", m.Files[0].Size, m.Files[0].StoredSize, m.StartPosition)
+	if _, err := app.ExecContext(ctx, "INSERT INTO items SELECT seq, md5(seq) FROM seq_100001_to_110000"); err != nil {
+		t.Fatal(err)
+	}
+
+	restoredNode := newNode("copy-0")
+	startWithEnv(t, my, path, []string{envJSON(t, layout.RestoreSourceEnv, layout.RestoreSource{Target: target, Backup: "first"})},
+		append(restoredNode.args, "--bootstrap=primary")...)
+	if got, err := digest(restoredNode.port); err != nil || got != atBackup {
+		t.Fatalf("the restored instance has %s (%v), want %s", got, err, atBackup)
+	}
+	restored, err := mysqlConnect(ctx, restoredNode.port, "shop", "app-pass", "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer restored.Close()
+	if _, err := restored.ExecContext(ctx, "INSERT INTO items VALUES (0, 'written after the restore')"); err != nil {
+		t.Fatalf("the restored instance is not a writable primary: %v", err)
+	}
+	var replicating int
+	if err := restored.QueryRowContext(ctx, "SELECT COUNT(*) FROM information_schema.SLAVE_STATUS").Scan(&replicating); err == nil && replicating != 0 {
+		t.Fatalf("the restored instance still replicates from the backup's source")
+	}
+
+	artifact := filepath.Join(server.Dir, "backups", "shop", "catalog", "base", "first", "base.mbstream.gz")
+	data, err := os.ReadFile(artifact)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data[len(data)/3] ^= 0xff
+	if err := os.WriteFile(artifact, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	corrupt := newNode("corrupt-0")
+	p := launchWithEnv(t, my, path, []string{envJSON(t, layout.RestoreSourceEnv, layout.RestoreSource{Target: target, Backup: "first"})},
+		append(corrupt.args, "--bootstrap=primary")...)
+	if err := p.waitExit(t, 2*time.Minute); err == nil || !strings.Contains(p.printed(), "checksum mismatch") {
+		t.Fatalf("restoring a corrupted backup: %v, want a checksum mismatch:\n%s", err, p.printed())
+	}
+	if entries, err := os.ReadDir(argValue(t, corrupt.args, "--data-dir")); err == nil && len(entries) != 0 {
+		t.Fatalf("a failed restore left %d entries in the datadir", len(entries))
+	}
+}

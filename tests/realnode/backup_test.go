@@ -250,3 +250,49 @@ func expectSum(g Gomega, db *dbpilotv1alpha1.Database, tc replicationSQL, want i
 		g.Expect(sum).To(Equal(want))
 	}, time.Minute, time.Second).Should(Succeed())
 }
+
+// TestMariaDBBackupToTheClaimDBPilotCreates gives a two-pod MariaDB
+// Database the minimal spec.backup, a schedule alone: dbpilot creates the
+// claim the backups go to, a scheduled backup completes from the replica,
+// and a Database restored from it serves its rows through -rw.
+func TestMariaDBBackupToTheClaimDBPilotCreates(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := "real-backup-mariadb"
+	tc := replicationEngines[1]
+	db := twoPodDatabase(t, g, ns, tc, tc.create, func(db *dbpilotv1alpha1.Database) {
+		db.Spec.Backup = &dbpilotv1alpha1.BackupSpec{Schedule: "* * * * *", Retention: 2}
+	})
+	tableCreated := time.Now()
+	claim := &corev1.PersistentVolumeClaim{}
+	g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: db.BackupClaimName()}, claim)).To(Succeed())
+	g.Expect(claim.OwnerReferences).To(BeEmpty(), "deleting the Database never deletes its backups")
+	var scheduled dbpilotv1alpha1.DatabaseBackup
+	g.Eventually(func(g Gomega) {
+		completed := backupsOf(g, db)[dbpilotv1alpha1.BackupPhaseCompleted]
+		g.Expect(completed).NotTo(BeEmpty())
+		scheduled = completed[len(completed)-1]
+		g.Expect(scheduled.Status.StartTime.Time).To(BeTemporally(">", tableCreated), "a backup taken after the table was created")
+	}, 3*time.Minute, 2*time.Second).Should(Succeed())
+	g.Expect(scheduled.Status.Instance).To(Equal("orders-1"))
+	g.Expect(scheduled.Status.Destination.Volume.ClaimName).To(Equal(db.BackupClaimName()))
+	t.Logf("scheduled backup %s: %s at GTID %s", scheduled.Name, scheduled.Status.Size, scheduled.Status.EndPosition)
+	// No more runs: retention (2) then never deletes the backup restored.
+	g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(db), db)).To(Succeed())
+	db.Spec.Backup.Schedule = "0 0 1 1 *"
+	g.Expect(k8sClient.Update(ctx, db)).To(Succeed())
+	session, err := connectApp(ctx, db)
+	g.Expect(err).NotTo(HaveOccurred())
+	sumAtBackup, err := session.queryInt(ctx, tc.sum)
+	session.close()
+	g.Expect(err).NotTo(HaveOccurred())
+
+	restored := newDatabase(ns, "orders-copy", tc.engine, tc.version, 1)
+	restored.Spec.Bootstrap = &dbpilotv1alpha1.BootstrapSpec{FromBackup: &dbpilotv1alpha1.FromBackup{DatabaseBackupName: scheduled.Name}}
+	restored.Spec.CredentialsSecretName = db.CredentialsSecretName()
+	g.Expect(k8sClient.Create(ctx, restored)).To(Succeed())
+	logPodsOnFailure(t, restored)
+	waitAvailable(g, restored, 4*time.Minute)
+	expectSum(g, restored, tc, sumAtBackup)
+	deleteAndWait(g, restored)
+}

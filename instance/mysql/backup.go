@@ -1,0 +1,201 @@
+package mysql
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/dbpilot/dbpilot/instance"
+	"github.com/dbpilot/dbpilot/instance/backup"
+	"github.com/dbpilot/dbpilot/instance/layout"
+	"github.com/dbpilot/dbpilot/internal/objectstore"
+)
+
+// baseArtifact is a MariaDB base backup's one artifact: mariadb-backup's
+// mbstream of the running server.
+const baseArtifact = "base.mbstream.gz"
+
+// errBackupMySQL: MySQL backups (its own tools differ) are not done yet.
+var errBackupMySQL = errors.New("MySQL backups are not implemented yet: only PostgreSQL and MariaDB")
+
+// Backup takes a physical backup of this instance with mariadb-backup
+// (from a replica, the primary is not loaded), streamed compressed into the
+// store, and writes its manifest last: the GTID position the backup is
+// consistent at is its start and end.
+func (e *Engine) Backup(ctx context.Context, store objectstore.Store, name, instanceName string) (layout.BackupManifest, error) {
+	m := layout.BackupManifest{Name: name, Engine: string(e.Flavor), Instance: instanceName, StartTime: time.Now().UTC()}
+	if e.Flavor != MariaDB {
+		return m, errBackupMySQL
+	}
+	db, err := e.connect(ctx, instance.Credentials{})
+	if err != nil {
+		return m, err
+	}
+	err = db.QueryRowContext(ctx, "SELECT @@version").Scan(&m.Version)
+	db.Close()
+	if err != nil {
+		return m, fmt.Errorf("reading the server's version: %w", err)
+	}
+	osUser, err := currentUser()
+	if err != nil {
+		return m, err
+	}
+	tmp, err := os.MkdirTemp("", "backup-")
+	if err != nil {
+		return m, err
+	}
+	defer os.RemoveAll(tmp)
+	cmd := exec.CommandContext(ctx, "mariadb-backup", append(e.defaultsArgs(), "--backup", "--stream=mbstream",
+		"--target-dir="+tmp, "--datadir="+e.DataDir, "--socket="+e.Socket, "--user="+osUser)...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return m, err
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		return m, fmt.Errorf("mariadb-backup: %w", err)
+	}
+	file, uploadErr := backup.Upload(ctx, store, backup.ArtifactKey(name, baseArtifact), stdout)
+	if uploadErr != nil {
+		_ = cmd.Process.Kill()
+	}
+	waitErr := cmd.Wait()
+	if uploadErr != nil {
+		return m, uploadErr
+	}
+	if waitErr != nil {
+		return m, fmt.Errorf("mariadb-backup: %v: %s", waitErr, lastLines(stderr.String(), 5))
+	}
+	m.EndTime = time.Now().UTC()
+	m.Files = []layout.ArtifactFile{file}
+	m.StartPosition = BackupLogGTID(stderr.String())
+	m.EndPosition = m.StartPosition
+	return m, backup.WriteManifest(ctx, store, m)
+}
+
+var backupGTIDPattern = regexp.MustCompile(`GTID of the last change '([^']*)'`)
+
+// BackupLogGTID is the GTID position mariadb-backup reports the backup
+// consistent at; "" for a server that has written nothing.
+func BackupLogGTID(log string) string {
+	if m := backupGTIDPattern.FindStringSubmatch(log); m != nil {
+		return m[1]
+	}
+	return ""
+}
+
+// restoreIncomplete marks a datadir a restore is filling.
+const restoreIncomplete = "dbpilot-restore-incomplete"
+
+// restore fills the empty datadir from a base backup: unpacked with
+// mbstream and prepared. What made the source a replica is removed, so the
+// restored server starts as a primary of its own. A backup that cannot be
+// used (missing, of another engine or major version, a checksum mismatch)
+// is an error that names why, and leaves the datadir empty.
+func (e *Engine) restore(ctx context.Context) error {
+	src := e.Restore
+	store, err := backup.Open(src.Target)
+	if err != nil {
+		return err
+	}
+	m, err := backup.ReadManifest(ctx, store, src.Backup)
+	if err != nil {
+		return fmt.Errorf("restoring backup %q: %w", src.Backup, err)
+	}
+	if err := e.checkRestorable(ctx, m); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(e.DataDir, 0o750); err != nil {
+		return err
+	}
+	if err := e.Discard(); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(e.DataDir, 0o750); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(e.DataDir, restoreIncomplete), nil, 0o600); err != nil {
+		return err
+	}
+	fail := func(err error) error {
+		_ = e.Discard()
+		return fmt.Errorf("restoring backup %q: %w", src.Backup, err)
+	}
+	unpack := exec.CommandContext(ctx, "mbstream", "-x", "-C", e.DataDir)
+	pr, pw := io.Pipe()
+	unpack.Stdin = pr
+	var unpackOut bytes.Buffer
+	unpack.Stdout, unpack.Stderr = &unpackOut, &unpackOut
+	if err := unpack.Start(); err != nil {
+		return fail(err)
+	}
+	downloaded := make(chan error, 1)
+	go func() {
+		err := backup.Download(ctx, store, m.Files[0], pw)
+		pw.CloseWithError(err)
+		downloaded <- err
+	}()
+	unpackErr := unpack.Wait()
+	// mbstream may stop reading early (corrupt input): the download still
+	// reads the whole object, so a checksum mismatch is what is reported.
+	pr.CloseWithError(errors.New("mbstream exited"))
+	downloadErr := <-downloaded
+	switch {
+	case errors.Is(downloadErr, backup.ErrChecksum):
+		return fail(downloadErr)
+	case unpackErr == nil && downloadErr != nil:
+		return fail(downloadErr)
+	case unpackErr != nil:
+		return fail(fmt.Errorf("mbstream: %v: %s", unpackErr, lastLines(unpackOut.String(), 5)))
+	}
+	prepare := exec.CommandContext(ctx, "mariadb-backup", append(e.defaultsArgs(), "--prepare", "--target-dir="+e.DataDir)...)
+	if out, err := prepare.CombinedOutput(); err != nil {
+		return fail(fmt.Errorf("mariadb-backup --prepare: %v: %s", err, lastLines(string(out), 5)))
+	}
+	for _, name := range []string{masterInfoFile, "relay-log.info", cloneGTIDFile, rejoinFile} {
+		if err := os.Remove(filepath.Join(e.DataDir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fail(err)
+		}
+	}
+	return os.Remove(filepath.Join(e.DataDir, restoreIncomplete))
+}
+
+// checkRestorable refuses a backup of another engine or major version.
+func (e *Engine) checkRestorable(ctx context.Context, m layout.BackupManifest) error {
+	if m.Engine != string(e.Flavor) {
+		return fmt.Errorf("backup %q is of %s, not %s", m.Name, m.Engine, e.Flavor)
+	}
+	if len(m.Files) != 1 {
+		return fmt.Errorf("backup %q lists %d artifacts, want 1", m.Name, len(m.Files))
+	}
+	out, err := exec.CommandContext(ctx, "mariadbd", "--version").Output()
+	if err != nil {
+		return fmt.Errorf("mariadbd --version: %w", err)
+	}
+	local := releaseSeries(string(out))
+	if local == "" || local != releaseSeries(m.Version) {
+		return fmt.Errorf("backup %q is of MariaDB %s; this server is %s: a backup restores only into its release series",
+			m.Name, m.Version, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+var seriesPattern = regexp.MustCompile(`(\d+)\.(\d+)\.\d+`)
+
+// releaseSeries is "10.11" of "10.11.14-MariaDB-0+deb12u2" or of
+// "mariadbd  Ver 10.11.14-MariaDB-0+deb12u2 for debian-linux-gnu".
+func releaseSeries(s string) string {
+	if m := seriesPattern.FindStringSubmatch(s); m != nil {
+		return m[1] + "." + m[2]
+	}
+	return ""
+}
