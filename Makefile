@@ -146,7 +146,7 @@ bench-failover: controlplane ## On the real node: kill the primary's pod under a
 	$(GO) test -count=1 -p 1 -timeout 30m -run 'TestFailoverKeepsTheDatabaseWritable|TestSynchronousFailoverLosesNothing' -v ./tests/realnode/ | grep -E '^ +failover_test.go:[0-9]+: (failover|switchover) '
 
 .PHONY: bench-backup
-bench-backup: controlplane ## Print backup and restore throughput (MB/s) into and out of a real S3 server, and the time from a commit to its WAL in the store (PostgreSQL; MariaDB binary logs are not archived yet).
+bench-backup: controlplane ## Print backup and restore throughput (MB/s) into and out of a real S3 server, and the time from a commit to its WAL or binary log in the store, for PostgreSQL and MariaDB.
 	$(GO) test -count=1 -run '^$$' -bench 'BenchmarkPostgresBackup|BenchmarkMariaDBBackup' -benchtime 1x -timeout 30m ./tests/instance/ | grep -E '^backup '
 
 .PHONY: bench-controlplane

@@ -132,19 +132,22 @@ func backupConditions(db *dbpilotv1alpha1.Database, obs backupObservation, set f
 		set(dbpilotv1alpha1.ConditionBackupSucceeded, metav1.ConditionTrue, dbpilotv1alpha1.ReasonBackupCompleted,
 			fmt.Sprintf("Backup %s completed (%s stored)", b.Name, quantityOrUnknown(b.Status.Size)))
 	}
-	if db.Spec.Engine != dbpilotv1alpha1.EnginePostgres || obs.archive == nil {
+	if db.Spec.Engine == dbpilotv1alpha1.EngineMySQL || obs.archive == nil {
 		return
 	}
-	a := obs.archive
+	a, what := obs.archive, "WAL segment"
+	if db.Spec.Engine == dbpilotv1alpha1.EngineMariaDB {
+		what = "binary log"
+	}
 	switch {
 	case a.LastFailedTime != nil && (a.LastArchivedTime == nil || a.LastFailedTime.After(*a.LastArchivedTime)):
 		set(dbpilotv1alpha1.ConditionContinuousArchiving, metav1.ConditionFalse, dbpilotv1alpha1.ReasonArchivingFailing,
-			fmt.Sprintf("Archiving WAL segment %s fails (%d failures since the primary started); the primary keeps the segments until they are archived", a.LastFailed, a.FailedCount))
+			fmt.Sprintf("Archiving %s %s fails (%d failures since the primary started); the primary keeps it until it is archived", what, a.LastFailed, a.FailedCount))
 	case a.LastArchivedTime != nil:
 		set(dbpilotv1alpha1.ConditionContinuousArchiving, metav1.ConditionTrue, dbpilotv1alpha1.ReasonArchiving,
-			fmt.Sprintf("WAL segment %s archived at %s", a.LastArchived, a.LastArchivedTime.UTC().Format(time.RFC3339)))
+			fmt.Sprintf("%s %s archived at %s", strings.ToUpper(what[:1])+what[1:], a.LastArchived, a.LastArchivedTime.UTC().Format(time.RFC3339)))
 	default:
-		set(dbpilotv1alpha1.ConditionContinuousArchiving, metav1.ConditionUnknown, dbpilotv1alpha1.ReasonArchiving, "No WAL segment archived yet")
+		set(dbpilotv1alpha1.ConditionContinuousArchiving, metav1.ConditionUnknown, dbpilotv1alpha1.ReasonArchiving, "Nothing archived yet")
 	}
 }
 

@@ -24,9 +24,9 @@ type Backuper interface {
 // WALPruner is an engine whose archived WAL (or binlogs) a removed backup
 // may leave unneeded.
 type WALPruner interface {
-	// WALNotNeeded reports whether the archived file name is older than
-	// anything a restore of the backup m needs.
-	WALNotNeeded(name string, m layout.BackupManifest) bool
+	// WALNotNeeded reports whether the archived file name (archived at
+	// archived) is older than anything a restore of the backup m needs.
+	WALNotNeeded(name string, archived time.Time, m layout.BackupManifest) bool
 }
 
 // backupJobs runs the base backups the operator asks for, one at a time,
@@ -197,16 +197,16 @@ func (b *backupJobs) pruneWAL(ctx context.Context, store objectstore.Store) (int
 			oldest = m
 		}
 	}
-	names, err := backup.ArchivedWAL(ctx, store)
+	files, err := backup.ArchivedWALFiles(ctx, store)
 	if err != nil {
 		return 0, err
 	}
 	pruned := 0
-	for _, name := range names {
-		if !pruner.WALNotNeeded(name, oldest) {
+	for _, f := range files {
+		if !pruner.WALNotNeeded(f.Key, f.Modified, oldest) {
 			continue
 		}
-		if err := backup.DeleteWAL(ctx, store, name); err != nil {
+		if err := backup.DeleteWAL(ctx, store, f.Key); err != nil {
 			return pruned, err
 		}
 		pruned++

@@ -215,6 +215,12 @@ func Run(ctx context.Context, engine Engine, files CredentialFiles, probes Probe
 		return fmt.Errorf("the replica's data was emptied to be cloned again: %s", why)
 	}
 
+	if archiver, ok := engine.(LogArchiver); ok {
+		archiveCtx, stopArchiving := context.WithCancel(ctx)
+		defer stopArchiving()
+		go archiveLogs(archiveCtx, archiver, log)
+	}
+
 	// A primary the operator replaced while it was away stops taking
 	// writes and follows the new primary.
 	watchCtx, stopWatchingDesignation := context.WithCancel(ctx)

@@ -25,7 +25,8 @@ const (
 	// completed, False (with why) when it failed.
 	ConditionBackupSucceeded = "BackupSucceeded"
 	// ConditionContinuousArchiving is True while the primary archives its
-	// WAL (PostgreSQL), False while archiving fails.
+	// WAL (PostgreSQL) or binary logs (MariaDB), False while archiving
+	// fails.
 	ConditionContinuousArchiving = "ContinuousArchiving"
 )
 

@@ -186,12 +186,13 @@ type BackupStatus struct {
 	FirstRecoverabilityPoint *metav1.Time `json:"firstRecoverabilityPoint,omitempty"`
 
 	// lastRecoverabilityPoint is the latest instant a restore can reach:
-	// the newest archived WAL (PostgreSQL), or the end of the newest backup.
+	// the newest archived WAL or binary log, or the end of the newest
+	// backup.
 	// +optional
 	LastRecoverabilityPoint *metav1.Time `json:"lastRecoverabilityPoint,omitempty"`
 
-	// walArchive reports the primary's continuous WAL archiving
-	// (PostgreSQL).
+	// walArchive reports the primary's continuous archiving of its WAL
+	// (PostgreSQL) or binary logs (MariaDB).
 	// +optional
 	WALArchive *WALArchiveStatus `json:"walArchive,omitempty"`
 }
@@ -216,7 +217,8 @@ type BackupRun struct {
 
 // WALArchiveStatus is how the primary's WAL archiving goes.
 type WALArchiveStatus struct {
-	// lastArchivedWAL names the newest archived WAL segment.
+	// lastArchivedWAL names the newest archived WAL segment (MariaDB: its
+	// binary log, prefixed with the server's id).
 	// +optional
 	LastArchivedWAL string `json:"lastArchivedWAL,omitempty"`
 	// lastArchivedTime is when it was archived.

@@ -113,6 +113,7 @@ func run(args []string, log *slog.Logger) error {
 	cloneInstancePort := flags.Int("clone-instance-port", layout.ProbePort, "MariaDB: the port of the primary's instance program, which streams the backup a replica clones")
 	replicationPasswordFile := flags.String("replication-password-file", "", "the replication user's password")
 	semiSync := flags.Bool("semi-sync", false, "MariaDB/MySQL: a primary waits for a replica to acknowledge each commit (the server's configuration sets the rest)")
+	archiveTimeout := flags.Duration("archive-timeout", postgres.DefaultArchiveTimeout, "with a backup destination, the longest a commit waits before the primary's WAL segment (binary log) holding it is switched and archived")
 	monitoringPasswordFile := flags.String("monitoring-password-file", "", "the monitoring user's password (no monitoring user without it)")
 	if err := flags.Parse(args); err != nil {
 		return err
@@ -139,7 +140,8 @@ func run(args []string, log *slog.Logger) error {
 		if r.replica {
 			replication.CloneFrom = *cloneFrom
 		}
-		pg := &postgres.Engine{DataDir: *dataDir, ConfigFile: *configFile, SocketDir: *socket, Port: *port, ExtraArgs: flags.Args(), Replication: replication}
+		pg := &postgres.Engine{DataDir: *dataDir, ConfigFile: *configFile, SocketDir: *socket, Port: *port, ExtraArgs: flags.Args(), Replication: replication,
+			ArchiveTimeout: *archiveTimeout}
 		if pg.Archive, pg.Restore, err = backupSettings(r); err != nil {
 			return err
 		}
@@ -150,7 +152,8 @@ func run(args []string, log *slog.Logger) error {
 		if r.replica {
 			replication.CloneFrom = *cloneFrom
 		}
-		my := &mysql.Engine{Flavor: mysql.Flavor(*engineName), DataDir: *dataDir, Socket: *socket, DefaultsFile: *defaultsFile, ExtraArgs: flags.Args(), Replication: replication}
+		my := &mysql.Engine{Flavor: mysql.Flavor(*engineName), DataDir: *dataDir, Socket: *socket, DefaultsFile: *defaultsFile, ExtraArgs: flags.Args(), Replication: replication,
+			ArchiveTimeout: *archiveTimeout}
 		if _, my.Restore, err = backupSettings(r); err != nil {
 			return err
 		}

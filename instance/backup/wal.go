@@ -29,7 +29,11 @@ func WALKey(name string) string { return walPrefix + name + ".gz" }
 // segment whose archiving it did not see finish); one with different
 // content is refused: another database archives to the same place.
 func PushWAL(ctx context.Context, store objectstore.Store, filePath string) error {
-	name := filepath.Base(filePath)
+	return PushWALAs(ctx, store, filePath, filepath.Base(filePath))
+}
+
+// PushWALAs is PushWAL under another name than the file's.
+func PushWALAs(ctx context.Context, store objectstore.Store, filePath, name string) error {
 	f, err := os.Open(filePath)
 	if err != nil {
 		return err
@@ -83,17 +87,29 @@ func FetchWAL(ctx context.Context, store objectstore.Store, name, dest string) e
 // ArchivedWAL lists the names of the archived segments (or binlogs) that
 // are complete, sorted.
 func ArchivedWAL(ctx context.Context, store objectstore.Store) ([]string, error) {
+	files, err := ArchivedWALFiles(ctx, store)
+	names := make([]string, len(files))
+	for i, f := range files {
+		names[i] = f.Key
+	}
+	return names, err
+}
+
+// ArchivedWALFiles lists the complete archived segments (or binlogs), sorted
+// by name: each Object's Key is the file's name, Modified when its
+// archiving completed.
+func ArchivedWALFiles(ctx context.Context, store objectstore.Store) ([]objectstore.Object, error) {
 	objects, err := store.List(ctx, walPrefix)
 	if err != nil {
 		return nil, err
 	}
-	var names []string
+	var files []objectstore.Object
 	for _, o := range objects {
 		if base, ok := strings.CutSuffix(o.Key, ".gz.json"); ok {
-			names = append(names, path.Base(base))
+			files = append(files, objectstore.Object{Key: path.Base(base), Modified: o.Modified})
 		}
 	}
-	return names, nil
+	return files, nil
 }
 
 // DeleteWAL removes an archived segment: its record first, so a segment is

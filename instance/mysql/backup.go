@@ -166,6 +166,11 @@ func (e *Engine) restore(ctx context.Context) error {
 			return fail(err)
 		}
 	}
+	// The archived binary logs after the backup are replayed once the
+	// server runs (replayBinlogs).
+	if err := e.writeReplayPlan(m.EndPosition); err != nil {
+		return fail(err)
+	}
 	return os.Remove(filepath.Join(e.DataDir, restoreIncomplete))
 }
 

@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	driver "github.com/go-sql-driver/mysql"
 
@@ -51,6 +52,9 @@ type Engine struct {
 	// Replication says whether a new MariaDB instance clones a primary, and
 	// how replicas reach this one.
 	Replication Replication
+	// ArchiveTimeout is the longest a MariaDB primary's binary log waits
+	// to be rotated and archived; DefaultArchiveTimeout when zero.
+	ArchiveTimeout time.Duration
 	// Restore, for a MariaDB Database bootstrapped from a backup, is the
 	// backup a new primary restores instead of creating empty tables.
 	Restore *layout.RestoreSource
@@ -61,6 +65,8 @@ type Engine struct {
 	appliedSuperuser atomic.Pointer[string]
 	// promoting is set while a promotion stops replication on purpose.
 	promoting atomic.Bool
+	// binlogs is what the primary's binary log archiving has done.
+	binlogs binlogArchive
 }
 
 var _ instance.Engine = (*Engine)(nil)
@@ -244,6 +250,9 @@ func (e *Engine) EnsureUsers(ctx context.Context, creds instance.Credentials) er
 		statements = append(statements, MySQLReplicationUserStatements(e.Replication.Password)...)
 	}
 	if e.Flavor == MariaDB {
+		if err := e.replayBinlogs(ctx, db); err != nil {
+			return err
+		}
 		if err := e.startReplica(ctx, db); err != nil {
 			return err
 		}

@@ -40,6 +40,8 @@ func (e *Engine) Status(ctx context.Context) (instance.Status, error) {
 		if pos := fields["Gtid_Slave_Pos"]; pos != "" {
 			s.Position = pos
 		}
+		return s, nil
 	}
+	s.Archive = e.archiveStatus()
 	return s, nil
 }

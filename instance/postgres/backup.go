@@ -177,6 +177,6 @@ func programPath() string {
 
 // WALNotNeeded reports whether an archived WAL file is older than the first
 // segment the backup m needs.
-func (e *Engine) WALNotNeeded(name string, m layout.BackupManifest) bool {
+func (e *Engine) WALNotNeeded(name string, _ time.Time, m layout.BackupManifest) bool {
 	return backup.WALNotNeeded(name, m.StartWAL)
 }

@@ -43,14 +43,17 @@ type Engine struct {
 	// Archive makes the server archive its WAL with the program's wal-push
 	// (the Database has a backup destination).
 	Archive bool
+	// ArchiveTimeout is the longest a commit waits before its WAL segment
+	// is switched and archived; DefaultArchiveTimeout when zero.
+	ArchiveTimeout time.Duration
 	// Restore, for a Database bootstrapped from a backup, is the backup a
 	// new primary restores instead of running initdb.
 	Restore *layout.RestoreSource
 }
 
-// ArchiveTimeout is the longest a commit waits before its WAL segment is
-// switched and archived.
-const ArchiveTimeout = 60 * time.Second
+// DefaultArchiveTimeout is the longest a commit waits, by default, before
+// its WAL segment is switched and archived.
+const DefaultArchiveTimeout = 60 * time.Second
 
 var _ instance.Engine = (*Engine)(nil)
 
@@ -129,7 +132,11 @@ func (e *Engine) ServerCommand() *exec.Cmd {
 	}
 	args = append(args, walBoundArgs(e.DataDir)...)
 	if e.Archive {
-		args = append(args, ArchiveArgs(programPath(), ArchiveTimeout)...)
+		timeout := e.ArchiveTimeout
+		if timeout <= 0 {
+			timeout = DefaultArchiveTimeout
+		}
+		args = append(args, ArchiveArgs(programPath(), timeout)...)
 	}
 	if e.Restore != nil && e.recovering() {
 		args = append(args, RestoreArgs(programPath(), e.Restore.TargetTime)...)

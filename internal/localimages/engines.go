@@ -76,7 +76,7 @@ func MariaDB1011(cacheDir string) (v1.Image, error) {
 	entries := debianBase("mysql:x:999:999:MariaDB:/var/lib/mysql:/bin/sh")
 	tools := []string{
 		"/usr/sbin/mariadbd", "/usr/bin/mariadb-install-db", "/usr/bin/my_print_defaults", "/usr/bin/resolveip",
-		"/usr/bin/mariadb", "/usr/bin/mariadb-admin", "/usr/bin/mariadb-backup", "/usr/bin/mbstream",
+		"/usr/bin/mariadb", "/usr/bin/mariadb-admin", "/usr/bin/mariadb-backup", "/usr/bin/mbstream", "/usr/bin/mariadb-binlog",
 		"/usr/bin/dash", "/usr/bin/cat", "/usr/bin/chmod", "/usr/bin/chown", "/usr/bin/dirname", "/usr/bin/hostname",
 		"/usr/bin/mkdir", "/usr/bin/sed", "/usr/bin/mawk", "/usr/bin/rm", "/usr/bin/uname", "/usr/bin/printf",
 	}

@@ -284,12 +284,15 @@ func TestPostgresBackupAndPointInTimeRestore(t *testing.T) {
 	}
 }
 
-// TestMariaDBBackupAndRestore writes 100,000 rows into a MariaDB primary,
-// takes a base backup from its replica into a real S3 server, writes more,
-// and restores the backup into a new instance: it is a writable primary
-// (no longer anyone's replica) with exactly the rows and checksum of the
-// backup's moment. A corrupted backup is refused by its checksum.
-func TestMariaDBBackupAndRestore(t *testing.T) {
+// TestMariaDBBackupAndPointInTimeRestore writes 100,000 rows into a
+// MariaDB primary that archives its binary logs (rotated every 2 s here)
+// into a real S3 server, takes a base backup from its replica, writes two
+// more batches with an instant noted between them, and restores into new
+// instances: to that instant (the rows and their checksum equal the data
+// then) and to the end of the archive; each is a writable primary of its
+// own. Deleting a backup prunes the binary logs the remaining one holds; a
+// corrupted backup is refused by its checksum.
+func TestMariaDBBackupAndPointInTimeRestore(t *testing.T) {
 	my := lookup(t, "mysql")
 	ctx := context.Background()
 	path := "/usr/sbin:/usr/bin:/bin"
@@ -307,10 +310,10 @@ func TestMariaDBBackupAndRestore(t *testing.T) {
 		my.writeFile(t, filepath.Join(dir, "replication-password"), "repl-pass")
 		port := freePort(t)
 		my.writeFile(t, filepath.Join(dir, "my.cnf"), fmt.Sprintf(
-			"[mysqld]\nbind-address = 127.0.0.1\nport = %d\nskip-name-resolve\ninnodb_buffer_pool_size = 64M\nlog-bin = binlog\n", port))
+			"[mysqld]\nbind-address = 127.0.0.1\nport = %d\nskip-name-resolve\ninnodb_buffer_pool_size = 64M\nlog-bin = binlog\nlog-slave-updates = ON\n", port))
 		return node{port, []string{"--engine=mariadb", "--data-dir=" + filepath.Join(dir, "data"),
 			"--socket=" + filepath.Join(run, "mysqld.sock"), "--defaults-file=" + filepath.Join(dir, "my.cnf"),
-			"--credentials-dir=" + creds, "--instance-name=" + name,
+			"--credentials-dir=" + creds, "--instance-name=" + name, "--archive-timeout=2s",
 			"--replication-password-file=" + filepath.Join(dir, "replication-password")}}
 	}
 	source, replicaNode := newNode("catalog-0"), newNode("catalog-1")
@@ -320,14 +323,14 @@ func TestMariaDBBackupAndRestore(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer app.Close()
-	for _, stmt := range []string{
-		"CREATE TABLE items (id INT PRIMARY KEY, payload VARCHAR(40) NOT NULL)",
-		"INSERT INTO items SELECT seq, md5(seq) FROM seq_1_to_100000",
-	} {
+	exec := func(stmt string) {
+		t.Helper()
 		if _, err := app.ExecContext(ctx, stmt); err != nil {
 			t.Fatal(err)
 		}
 	}
+	exec("CREATE TABLE items (id INT PRIMARY KEY, payload VARCHAR(40) NOT NULL)")
+	exec("INSERT INTO items SELECT seq, md5(seq) FROM seq_1_to_100000")
 	digest := func(port int) (string, error) {
 		db, err := mysqlConnect(ctx, port, "shop", "app-pass", "shop")
 		if err != nil {
@@ -358,17 +361,49 @@ func TestMariaDBBackupAndRestore(t *testing.T) {
 		t.Fatalf("manifest of a replica's backup: %+v", m)
 	}
 	t.Logf("base backup: %d bytes (%d stored) at GTID %s", m.Files[0].Size, m.Files[0].StoredSize, m.StartPosition)
-	if _, err := app.ExecContext(ctx, "INSERT INTO items SELECT seq, md5(seq) FROM seq_100001_to_110000"); err != nil {
+
+	exec("INSERT INTO items SELECT seq, md5(seq) FROM seq_100001_to_110000")
+	time.Sleep(1500 * time.Millisecond)
+	instant := time.Now()
+	atInstant, err := digest(source.port)
+	if err != nil {
 		t.Fatal(err)
 	}
-
-	restoredNode := newNode("copy-0")
-	startWithEnv(t, my, path, []string{envJSON(t, layout.RestoreSourceEnv, layout.RestoreSource{Target: target, Backup: "first"})},
-		append(restoredNode.args, "--bootstrap=primary")...)
-	if got, err := digest(restoredNode.port); err != nil || got != atBackup {
-		t.Fatalf("the restored instance has %s (%v), want %s", got, err, atBackup)
+	time.Sleep(1500 * time.Millisecond)
+	exec("INSERT INTO items SELECT seq, md5(seq) FROM seq_110001_to_120000")
+	atEnd, err := digest(source.port)
+	if err != nil {
+		t.Fatal(err)
 	}
-	restored, err := mysqlConnect(ctx, restoredNode.port, "shop", "app-pass", "shop")
+	var current string
+	if err := app.QueryRowContext(ctx, "SELECT @@gtid_binlog_pos").Scan(&current); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, time.Minute, "the binary log of the last batch archived", func() error {
+		archive, _ := primary.status(t)["archive"].(map[string]any)
+		at, _ := archive["lastArchivedTime"].(string)
+		archived, err := time.Parse(time.RFC3339Nano, at)
+		if err != nil || !archived.After(instant.Add(2*time.Second)) {
+			return fmt.Errorf("archive status %v", archive)
+		}
+		return nil
+	})
+
+	restore := func(name string, src layout.RestoreSource) int {
+		n := newNode(name)
+		startWithEnv(t, my, path, []string{envJSON(t, layout.RestoreSourceEnv, src)}, append(n.args, "--bootstrap=primary")...)
+		return n.port
+	}
+	pitr := restore("pitr-0", layout.RestoreSource{Target: target, Backup: "first", TargetTime: &instant})
+	if got, err := digest(pitr); err != nil || got != atInstant {
+		t.Fatalf("restored to %s: %s (%v), want %s", instant.Format(time.RFC3339Nano), got, err, atInstant)
+	}
+	full := restore("full-0", layout.RestoreSource{Target: target, Backup: "first"})
+	if got, err := digest(full); err != nil || got != atEnd {
+		t.Fatalf("restored to the end of the archive: %s (%v), want %s", got, err, atEnd)
+	}
+	t.Logf("restored: %s at %s, %s at the end (GTID %s)", atInstant, instant.Format(time.RFC3339Nano), atEnd, current)
+	restored, err := mysqlConnect(ctx, full, "shop", "app-pass", "shop")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -381,7 +416,34 @@ func TestMariaDBBackupAndRestore(t *testing.T) {
 		t.Fatalf("the restored instance still replicates from the backup's source")
 	}
 
-	artifact := filepath.Join(server.Dir, "backups", "shop", "catalog", "base", "first", "base.mbstream.gz")
+	// A second backup; deleting the first prunes the binary logs archived
+	// before the second started, which it holds.
+	second := primary.backUp(t, "repl-pass", "second")
+	binlogsBefore := func() int {
+		entries, _ := os.ReadDir(filepath.Join(server.Dir, "backups", "shop", "catalog", "wal"))
+		n := 0
+		for _, e := range entries {
+			info, err := e.Info()
+			if err == nil && strings.HasSuffix(e.Name(), ".gz.json") && info.ModTime().Before(second.StartTime) {
+				n++
+			}
+		}
+		return n
+	}
+	if binlogsBefore() == 0 {
+		t.Fatal("no binary log was archived before the second backup")
+	}
+	if code := primary.request(t, http.MethodDelete, layout.BackupsPath+"/first", "repl-pass", nil); code != http.StatusNoContent {
+		t.Fatalf("DELETE first: %d", code)
+	}
+	if n := binlogsBefore(); n != 0 {
+		t.Fatalf("%d binary logs archived before the remaining backup were kept", n)
+	}
+	if got, err := digest(restore("second-0", layout.RestoreSource{Target: target, Backup: "second"})); err != nil || got != atEnd {
+		t.Fatalf("restoring the remaining backup: %s (%v), want %s", got, err, atEnd)
+	}
+
+	artifact := filepath.Join(server.Dir, "backups", "shop", "catalog", "base", "second", "base.mbstream.gz")
 	data, err := os.ReadFile(artifact)
 	if err != nil {
 		t.Fatal(err)
@@ -391,7 +453,7 @@ func TestMariaDBBackupAndRestore(t *testing.T) {
 		t.Fatal(err)
 	}
 	corrupt := newNode("corrupt-0")
-	p := launchWithEnv(t, my, path, []string{envJSON(t, layout.RestoreSourceEnv, layout.RestoreSource{Target: target, Backup: "first"})},
+	p := launchWithEnv(t, my, path, []string{envJSON(t, layout.RestoreSourceEnv, layout.RestoreSource{Target: target, Backup: "second"})},
 		append(corrupt.args, "--bootstrap=primary")...)
 	if err := p.waitExit(t, 2*time.Minute); err == nil || !strings.Contains(p.printed(), "checksum mismatch") {
 		t.Fatalf("restoring a corrupted backup: %v, want a checksum mismatch:\n%s", err, p.printed())

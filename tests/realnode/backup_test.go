@@ -253,8 +253,10 @@ func expectSum(g Gomega, db *dbpilotv1alpha1.Database, tc replicationSQL, want i
 
 // TestMariaDBBackupToTheClaimDBPilotCreates gives a two-pod MariaDB
 // Database the minimal spec.backup, a schedule alone: dbpilot creates the
-// claim the backups go to, a scheduled backup completes from the replica,
-// and a Database restored from it serves its rows through -rw.
+// claim the backups go to (with no owner), a scheduled backup completes from
+// the replica while the primary archives its binary logs there, and a
+// Database restored from it to an instant between two later batches serves
+// exactly the rows of that instant through -rw.
 func TestMariaDBBackupToTheClaimDBPilotCreates(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -281,18 +283,35 @@ func TestMariaDBBackupToTheClaimDBPilotCreates(t *testing.T) {
 	g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(db), db)).To(Succeed())
 	db.Spec.Backup.Schedule = "0 0 1 1 *"
 	g.Expect(k8sClient.Update(ctx, db)).To(Succeed())
+
 	session, err := connectApp(ctx, db)
 	g.Expect(err).NotTo(HaveOccurred())
-	sumAtBackup, err := session.queryInt(ctx, tc.sum)
-	session.close()
+	defer session.close()
+	g.Expect(session.exec(ctx, tc.more)).To(Succeed())
+	time.Sleep(2 * time.Second)
+	instant := time.Now()
+	sumAtInstant, err := session.queryInt(ctx, tc.sum)
 	g.Expect(err).NotTo(HaveOccurred())
+	time.Sleep(2 * time.Second)
+	g.Expect(session.exec(ctx, tc.more3)).To(Succeed())
+	committed := time.Now()
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(db), db)).To(Succeed())
+		g.Expect(db.Status.Backup.WALArchive).NotTo(BeNil())
+		g.Expect(db.Status.Backup.WALArchive.LastArchivedTime).NotTo(BeNil())
+		g.Expect(db.Status.Backup.WALArchive.LastArchivedTime.Time).To(BeTemporally(">", committed))
+		g.Expect(meta.IsStatusConditionTrue(db.Status.Conditions, dbpilotv1alpha1.ConditionContinuousArchiving)).To(BeTrue())
+	}, 3*time.Minute, time.Second).Should(Succeed())
+	t.Logf("commit to archived binary log: %.1fs", db.Status.Backup.WALArchive.LastArchivedTime.Sub(committed).Seconds())
 
-	restored := newDatabase(ns, "orders-copy", tc.engine, tc.version, 1)
-	restored.Spec.Bootstrap = &dbpilotv1alpha1.BootstrapSpec{FromBackup: &dbpilotv1alpha1.FromBackup{DatabaseBackupName: scheduled.Name}}
+	restored := newDatabase(ns, "orders-pitr", tc.engine, tc.version, 1)
+	restored.Spec.Bootstrap = &dbpilotv1alpha1.BootstrapSpec{FromBackup: &dbpilotv1alpha1.FromBackup{
+		DatabaseBackupName: scheduled.Name, TargetTime: &metav1.Time{Time: instant}}}
 	restored.Spec.CredentialsSecretName = db.CredentialsSecretName()
 	g.Expect(k8sClient.Create(ctx, restored)).To(Succeed())
 	logPodsOnFailure(t, restored)
 	waitAvailable(g, restored, 4*time.Minute)
-	expectSum(g, restored, tc, sumAtBackup)
+	expectSum(g, restored, tc, sumAtInstant)
 	deleteAndWait(g, restored)
+	t.Logf("restored to %s: sum %d", instant.Format(time.RFC3339), sumAtInstant)
 }

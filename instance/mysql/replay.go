@@ -1,0 +1,166 @@
+package mysql
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/dbpilot/dbpilot/instance/backup"
+	"github.com/dbpilot/dbpilot/internal/objectstore"
+)
+
+// replayFile marks a restored datadir whose archived binary logs are still
+// to be replayed, from the GTID position it holds.
+const replayFile = "dbpilot-replay-binlogs"
+
+// replayPlan is what replayFile holds.
+type replayPlan struct {
+	// From is the GTID position the base backup is consistent at.
+	From string `json:"from"`
+}
+
+func (e *Engine) writeReplayPlan(from string) error {
+	data, err := json.Marshal(replayPlan{From: from})
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(e.DataDir, replayFile), data, 0o600)
+}
+
+// replayBinlogs replays, once the restored server runs, the archived
+// binary logs after the backup's GTID position, up to the restore's target
+// time (to the second: binary log events carry whole seconds) or to the end
+// of the archive, then removes the mark. Logs are replayed in the order
+// they were archived; each starts after the position the server has
+// reached, so what several servers archived (before and after a failover)
+// is applied once. Until it is done, the instance is not ready.
+func (e *Engine) replayBinlogs(ctx context.Context, db *sql.DB) error {
+	path := filepath.Join(e.DataDir, replayFile)
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) || e.Restore == nil {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var plan replayPlan
+	if err := json.Unmarshal(data, &plan); err != nil {
+		return fmt.Errorf("%s: %w", replayFile, err)
+	}
+	store, err := backup.Open(e.Restore.Target)
+	if err != nil {
+		return err
+	}
+	files, err := archivedInOrder(ctx, store)
+	if err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp("", "binlogs-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
+	position := plan.From
+	for _, name := range files {
+		local := filepath.Join(tmp, name)
+		if err := backup.FetchWAL(ctx, store, name, local); err != nil {
+			return fmt.Errorf("restoring backup %q: fetching binary log %s: %w", e.Restore.Backup, name, err)
+		}
+		if err := e.replayOne(ctx, local, position, e.Restore.TargetTime); err != nil {
+			return fmt.Errorf("restoring backup %q: replaying binary log %s: %w", e.Restore.Backup, name, err)
+		}
+		_ = os.Remove(local)
+		var reached string
+		if err := db.QueryRowContext(ctx, "SELECT @@gtid_binlog_pos").Scan(&reached); err != nil {
+			return err
+		}
+		if reached != "" {
+			position = reached
+		}
+	}
+	return os.Remove(path)
+}
+
+// archivedInOrder lists the archived binary logs in the order they were
+// archived.
+func archivedInOrder(ctx context.Context, store objectstore.Store) ([]string, error) {
+	files, err := backup.ArchivedWALFiles(ctx, store)
+	if err != nil {
+		return nil, err
+	}
+	sort.SliceStable(files, func(i, j int) bool {
+		if !files[i].Modified.Equal(files[j].Modified) {
+			return files[i].Modified.Before(files[j].Modified)
+		}
+		return files[i].Key < files[j].Key
+	})
+	names := make([]string, len(files))
+	for i, f := range files {
+		names[i] = f.Key
+	}
+	return names, nil
+}
+
+// replayOne pipes mariadb-binlog's events after position (and before
+// stop, when set) into the server.
+func (e *Engine) replayOne(ctx context.Context, file, position string, stop *time.Time) error {
+	osUser, err := currentUser()
+	if err != nil {
+		return err
+	}
+	decode := exec.CommandContext(ctx, "mariadb-binlog", ReplayArgs(file, position, stop)...)
+	// --stop-datetime is read in the local time zone.
+	decode.Env = append(os.Environ(), "TZ=UTC")
+	apply := exec.CommandContext(ctx, "mariadb", append(e.defaultsArgs(), "--socket="+e.Socket, "--user="+osUser, "--binary-mode")...)
+	pipe, err := decode.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	apply.Stdin = pipe
+	var decodeErr, applyOut bytes.Buffer
+	decode.Stderr = &decodeErr
+	apply.Stdout, apply.Stderr = &applyOut, &applyOut
+	if err := decode.Start(); err != nil {
+		return err
+	}
+	if err := apply.Start(); err != nil {
+		_ = decode.Process.Kill()
+		_ = decode.Wait()
+		return err
+	}
+	applyErr := apply.Wait()
+	if applyErr != nil {
+		_ = decode.Process.Kill()
+	}
+	_, _ = io.Copy(io.Discard, pipe)
+	decodeWait := decode.Wait()
+	switch {
+	case applyErr != nil:
+		return fmt.Errorf("mariadb: %v: %s", applyErr, lastLines(applyOut.String(), 5))
+	case decodeWait != nil:
+		return fmt.Errorf("mariadb-binlog: %v: %s", decodeWait, lastLines(decodeErr.String(), 5))
+	}
+	return nil
+}
+
+// ReplayArgs are mariadb-binlog's arguments to decode file's events after
+// the GTID position (all of them when it is empty) and before stop.
+func ReplayArgs(file, position string, stop *time.Time) []string {
+	var args []string
+	if position != "" {
+		args = append(args, "--start-position="+position)
+	}
+	if stop != nil {
+		args = append(args, "--stop-datetime="+stop.UTC().Format("2006-01-02 15:04:05"))
+	}
+	return append(args, file)
+}
