@@ -132,12 +132,12 @@ func backupConditions(db *dbpilotv1alpha1.Database, obs backupObservation, set f
 		set(dbpilotv1alpha1.ConditionBackupSucceeded, metav1.ConditionTrue, dbpilotv1alpha1.ReasonBackupCompleted,
 			fmt.Sprintf("Backup %s completed (%s stored)", b.Name, quantityOrUnknown(b.Status.Size)))
 	}
-	if db.Spec.Engine == dbpilotv1alpha1.EngineMySQL || obs.archive == nil {
+	if obs.archive == nil {
 		return
 	}
-	a, what := obs.archive, "WAL segment"
-	if db.Spec.Engine == dbpilotv1alpha1.EngineMariaDB {
-		what = "binary log"
+	a, what := obs.archive, "binary log"
+	if db.Spec.Engine == dbpilotv1alpha1.EnginePostgres {
+		what = "WAL segment"
 	}
 	switch {
 	case a.LastFailedTime != nil && (a.LastArchivedTime == nil || a.LastFailedTime.After(*a.LastArchivedTime)):

@@ -125,9 +125,6 @@ func (r *DatabaseBackupReconciler) start(ctx context.Context, backup *dbpilotv1a
 	case db.Spec.Backup == nil:
 		r.fail(backup, db, fmt.Sprintf("Database %s has no spec.backup, which says where its backups go", db.Name))
 		return ctrl.Result{}, nil
-	case db.Spec.Engine == dbpilotv1alpha1.EngineMySQL:
-		r.fail(backup, db, "backups of mysql Databases are not implemented yet: only postgres and mariadb")
-		return ctrl.Result{}, nil
 	}
 	pod, err := r.backupSource(ctx, db)
 	if err != nil {

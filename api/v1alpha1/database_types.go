@@ -108,7 +108,6 @@ type DatabaseList struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.replication) || !has(self.replication.synchronous) || self.replication.synchronous.count < self.replicas",message="spec.replication.synchronous.count must be less than spec.replicas: commits wait for that many replicas"
 // +kubebuilder:validation:XValidation:rule="!has(self.replication) || !has(self.replication.synchronous) || !has(self.autopilot) || self.autopilot.mode == 'Off' || !has(self.autopilot.replicas) || self.replication.synchronous.count < self.autopilot.replicas.min",message="spec.replication.synchronous.count must be less than spec.autopilot.replicas.min: commits wait for that many replicas"
 // +kubebuilder:validation:XValidation:rule="!has(self.replication) || !has(self.replication.synchronous) || self.engine == 'postgres' || self.replication.synchronous.count == 1",message="spec.replication.synchronous.count must be 1 for mariadb and mysql: semi-synchronous replication waits for one replica"
-// +kubebuilder:validation:XValidation:rule="!has(self.bootstrap) || !has(self.bootstrap.fromBackup) || !has(self.bootstrap.fromBackup.targetTime) || self.engine != 'mysql'",message="spec.bootstrap.fromBackup.targetTime: point-in-time recovery is available for postgres and mariadb, not mysql"
 // +kubebuilder:validation:XValidation:rule="has(oldSelf.bootstrap) == has(self.bootstrap)",message="spec.bootstrap is immutable: it only says how the Database was created"
 type DatabaseSpec struct {
 	// engine is the database engine: postgres, mysql or mariadb. It cannot be
@@ -245,9 +244,9 @@ type FromBackup struct {
 	BackupName string `json:"backupName,omitempty"`
 
 	// targetTime restores the data as it was at this instant (RFC 3339):
-	// the archived WAL (MariaDB: binary logs, to the second) is replayed
-	// up to the last commit before it. It must lie after the backup's end.
-	// Not for MySQL. Unset: everything archived is replayed.
+	// the archived WAL (MariaDB, MySQL: binary logs, to the second) is
+	// replayed up to the last commit before it. It must lie after the
+	// backup's end. Unset: everything archived is replayed.
 	// +optional
 	TargetTime *metav1.Time `json:"targetTime,omitempty"`
 }
@@ -317,8 +316,10 @@ type StorageSpec struct {
 // BackupSpec schedules backups: each run creates a DatabaseBackup named
 // <database>-<UTC time>, which takes a base backup (from a caught-up
 // replica when there is one); the primary also archives its WAL
-// (PostgreSQL) or binary logs (MariaDB) continuously to the destination,
-// for point-in-time recovery. Not for MySQL yet.
+// (PostgreSQL) or binary logs (MariaDB, MySQL) continuously to the
+// destination, for point-in-time recovery. MySQL's path (a CLONE LOCAL
+// copy, mysqlbinlog) is unit-tested only, never yet run against a real
+// MySQL server.
 type BackupSpec struct {
 	// schedule is when backups run, in cron format ("minute hour day-of-month
 	// month day-of-week", for example "0 */6 * * *") or a macro such as @daily.

@@ -23,17 +23,14 @@ import (
 // mbstream of the running server.
 const baseArtifact = "base.mbstream.gz"
 
-// errBackupMySQL: MySQL backups (its own tools differ) are not done yet.
-var errBackupMySQL = errors.New("MySQL backups are not implemented yet: only PostgreSQL and MariaDB")
-
 // Backup takes a physical backup of this instance with mariadb-backup
 // (from a replica, the primary is not loaded), streamed compressed into the
 // store, and writes its manifest last: the GTID position the backup is
 // consistent at is its start and end.
 func (e *Engine) Backup(ctx context.Context, store objectstore.Store, name, instanceName string) (layout.BackupManifest, error) {
 	m := layout.BackupManifest{Name: name, Engine: string(e.Flavor), Instance: instanceName, StartTime: time.Now().UTC()}
-	if e.Flavor != MariaDB {
-		return m, errBackupMySQL
+	if e.Flavor == MySQL {
+		return e.backupMySQL(ctx, store, m)
 	}
 	db, err := e.connect(ctx, instance.Credentials{})
 	if err != nil {
@@ -55,29 +52,13 @@ func (e *Engine) Backup(ctx context.Context, store objectstore.Store, name, inst
 	defer os.RemoveAll(tmp)
 	cmd := exec.CommandContext(ctx, "mariadb-backup", append(e.defaultsArgs(), "--backup", "--stream=mbstream",
 		"--target-dir="+tmp, "--datadir="+e.DataDir, "--socket="+e.Socket, "--user="+osUser)...)
-	stdout, err := cmd.StdoutPipe()
+	file, log, err := backup.UploadOutput(ctx, store, backup.ArtifactKey(name, baseArtifact), cmd)
 	if err != nil {
 		return m, err
 	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		return m, fmt.Errorf("mariadb-backup: %w", err)
-	}
-	file, uploadErr := backup.Upload(ctx, store, backup.ArtifactKey(name, baseArtifact), stdout)
-	if uploadErr != nil {
-		_ = cmd.Process.Kill()
-	}
-	waitErr := cmd.Wait()
-	if uploadErr != nil {
-		return m, uploadErr
-	}
-	if waitErr != nil {
-		return m, fmt.Errorf("mariadb-backup: %v: %s", waitErr, lastLines(stderr.String(), 5))
-	}
 	m.EndTime = time.Now().UTC()
 	m.Files = []layout.ArtifactFile{file}
-	m.StartPosition = BackupLogGTID(stderr.String())
+	m.StartPosition = BackupLogGTID(log)
 	m.EndPosition = m.StartPosition
 	return m, backup.WriteManifest(ctx, store, m)
 }
@@ -103,13 +84,9 @@ const restoreIncomplete = "dbpilot-restore-incomplete"
 // is an error that names why, and leaves the datadir empty.
 func (e *Engine) restore(ctx context.Context) error {
 	src := e.Restore
-	store, err := backup.Open(src.Target)
+	store, m, err := backup.OpenBackup(ctx, *src)
 	if err != nil {
 		return err
-	}
-	m, err := backup.ReadManifest(ctx, store, src.Backup)
-	if err != nil {
-		return fmt.Errorf("restoring backup %q: %w", src.Backup, err)
 	}
 	if err := e.checkRestorable(ctx, m); err != nil {
 		return err
@@ -130,36 +107,12 @@ func (e *Engine) restore(ctx context.Context) error {
 		_ = e.Discard()
 		return fmt.Errorf("restoring backup %q: %w", src.Backup, err)
 	}
-	unpack := exec.CommandContext(ctx, "mbstream", "-x", "-C", e.DataDir)
-	pr, pw := io.Pipe()
-	unpack.Stdin = pr
-	var unpackOut bytes.Buffer
-	unpack.Stdout, unpack.Stderr = &unpackOut, &unpackOut
-	if err := unpack.Start(); err != nil {
+	if e.Flavor == MySQL {
+		if err := e.restoreMySQL(ctx, store, m); err != nil {
+			return fail(err)
+		}
+	} else if err := e.unpackMariaDB(ctx, store, m); err != nil {
 		return fail(err)
-	}
-	downloaded := make(chan error, 1)
-	go func() {
-		err := backup.Download(ctx, store, m.Files[0], pw)
-		pw.CloseWithError(err)
-		downloaded <- err
-	}()
-	unpackErr := unpack.Wait()
-	// mbstream may stop reading early (corrupt input): the download still
-	// reads the whole object, so a checksum mismatch is what is reported.
-	pr.CloseWithError(errors.New("mbstream exited"))
-	downloadErr := <-downloaded
-	switch {
-	case errors.Is(downloadErr, backup.ErrChecksum):
-		return fail(downloadErr)
-	case unpackErr == nil && downloadErr != nil:
-		return fail(downloadErr)
-	case unpackErr != nil:
-		return fail(fmt.Errorf("mbstream: %v: %s", unpackErr, lastLines(unpackOut.String(), 5)))
-	}
-	prepare := exec.CommandContext(ctx, "mariadb-backup", append(e.defaultsArgs(), "--prepare", "--target-dir="+e.DataDir)...)
-	if out, err := prepare.CombinedOutput(); err != nil {
-		return fail(fmt.Errorf("mariadb-backup --prepare: %v: %s", err, lastLines(string(out), 5)))
 	}
 	for _, name := range []string{masterInfoFile, "relay-log.info", cloneGTIDFile, rejoinFile} {
 		if err := os.Remove(filepath.Join(e.DataDir, name)); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -174,22 +127,60 @@ func (e *Engine) restore(ctx context.Context) error {
 	return os.Remove(filepath.Join(e.DataDir, restoreIncomplete))
 }
 
+// unpackMariaDB unpacks a MariaDB base backup with mbstream and prepares
+// it.
+func (e *Engine) unpackMariaDB(ctx context.Context, store objectstore.Store, m layout.BackupManifest) error {
+	unpack := exec.CommandContext(ctx, "mbstream", "-x", "-C", e.DataDir)
+	pr, pw := io.Pipe()
+	unpack.Stdin = pr
+	var unpackOut bytes.Buffer
+	unpack.Stdout, unpack.Stderr = &unpackOut, &unpackOut
+	if err := unpack.Start(); err != nil {
+		return err
+	}
+	downloaded := make(chan error, 1)
+	go func() {
+		err := backup.Download(ctx, store, m.Files[0], pw)
+		pw.CloseWithError(err)
+		downloaded <- err
+	}()
+	unpackErr := unpack.Wait()
+	// mbstream may stop reading early (corrupt input): the download still
+	// reads the whole object, so a checksum mismatch is what is reported.
+	pr.CloseWithError(errors.New("mbstream exited"))
+	downloadErr := <-downloaded
+	switch {
+	case errors.Is(downloadErr, backup.ErrChecksum):
+		return downloadErr
+	case unpackErr == nil && downloadErr != nil:
+		return downloadErr
+	case unpackErr != nil:
+		return fmt.Errorf("mbstream: %v: %s", unpackErr, lastLines(unpackOut.String(), 5))
+	}
+	prepare := exec.CommandContext(ctx, "mariadb-backup", append(e.defaultsArgs(), "--prepare", "--target-dir="+e.DataDir)...)
+	if out, err := prepare.CombinedOutput(); err != nil {
+		return fmt.Errorf("mariadb-backup --prepare: %v: %s", err, lastLines(string(out), 5))
+	}
+	return nil
+}
+
 // checkRestorable refuses a backup of another engine or major version.
 func (e *Engine) checkRestorable(ctx context.Context, m layout.BackupManifest) error {
 	if m.Engine != string(e.Flavor) {
 		return fmt.Errorf("backup %q is of %s, not %s", m.Name, m.Engine, e.Flavor)
 	}
-	if len(m.Files) != 1 {
-		return fmt.Errorf("backup %q lists %d artifacts, want 1", m.Name, len(m.Files))
+	server := "mariadbd"
+	if e.Flavor == MySQL {
+		server = "mysqld"
 	}
-	out, err := exec.CommandContext(ctx, "mariadbd", "--version").Output()
+	out, err := exec.CommandContext(ctx, server, "--version").Output()
 	if err != nil {
-		return fmt.Errorf("mariadbd --version: %w", err)
+		return fmt.Errorf("%s --version: %w", server, err)
 	}
 	local := releaseSeries(string(out))
 	if local == "" || local != releaseSeries(m.Version) {
-		return fmt.Errorf("backup %q is of MariaDB %s; this server is %s: a backup restores only into its release series",
-			m.Name, m.Version, strings.TrimSpace(string(out)))
+		return fmt.Errorf("backup %q is of %s %s; this server is %s: a backup restores only into its release series",
+			m.Name, e.Flavor, m.Version, strings.TrimSpace(string(out)))
 	}
 	return nil
 }

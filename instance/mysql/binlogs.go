@@ -33,12 +33,12 @@ func ArchivedName(serverID int, file string) string {
 	return strconv.Itoa(serverID) + "-" + file
 }
 
-// ArchiveLogs archives a MariaDB primary's closed binary logs, and rotates
+// ArchiveLogs archives a primary's closed binary logs, and rotates
 // the current one (FLUSH BINARY LOGS) once it holds transactions and the
 // last rotation is ArchiveTimeout old, which bounds how much a lost volume
 // loses.
 func (e *Engine) ArchiveLogs(ctx context.Context) error {
-	if e.Flavor != MariaDB || e.hasReplicaData() {
+	if e.hasReplicaData() {
 		return nil
 	}
 	target, err := backup.TargetFromEnv()

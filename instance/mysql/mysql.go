@@ -117,9 +117,6 @@ func (e *Engine) Bootstrap(ctx context.Context, _ instance.Credentials) error {
 		return e.clone(ctx)
 	}
 	if e.Restore != nil {
-		if e.Flavor != MariaDB {
-			return errBackupMySQL
-		}
 		return e.restore(ctx)
 	}
 	osUser, err := currentUser()
@@ -249,10 +246,10 @@ func (e *Engine) EnsureUsers(ctx context.Context, creds instance.Credentials) er
 	if e.Flavor == MySQL && e.Replication.Password != "" {
 		statements = append(statements, MySQLReplicationUserStatements(e.Replication.Password)...)
 	}
+	if err := e.replayBinlogs(ctx, db, creds); err != nil {
+		return err
+	}
 	if e.Flavor == MariaDB {
-		if err := e.replayBinlogs(ctx, db); err != nil {
-			return err
-		}
 		if err := e.startReplica(ctx, db); err != nil {
 			return err
 		}

@@ -14,6 +14,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/dbpilot/dbpilot/instance"
 	"github.com/dbpilot/dbpilot/instance/backup"
 	"github.com/dbpilot/dbpilot/internal/objectstore"
 )
@@ -43,7 +44,7 @@ func (e *Engine) writeReplayPlan(from string) error {
 // they were archived; each starts after the position the server has
 // reached, so what several servers archived (before and after a failover)
 // is applied once. Until it is done, the instance is not ready.
-func (e *Engine) replayBinlogs(ctx context.Context, db *sql.DB) error {
+func (e *Engine) replayBinlogs(ctx context.Context, db *sql.DB, creds instance.Credentials) error {
 	path := filepath.Join(e.DataDir, replayFile)
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) || e.Restore == nil {
@@ -75,12 +76,12 @@ func (e *Engine) replayBinlogs(ctx context.Context, db *sql.DB) error {
 		if err := backup.FetchWAL(ctx, store, name, local); err != nil {
 			return fmt.Errorf("restoring backup %q: fetching binary log %s: %w", e.Restore.Backup, name, err)
 		}
-		if err := e.replayOne(ctx, local, position, e.Restore.TargetTime); err != nil {
+		if err := e.replayOne(ctx, local, position, e.Restore.TargetTime, creds); err != nil {
 			return fmt.Errorf("restoring backup %q: replaying binary log %s: %w", e.Restore.Backup, name, err)
 		}
 		_ = os.Remove(local)
 		var reached string
-		if err := db.QueryRowContext(ctx, "SELECT @@gtid_binlog_pos").Scan(&reached); err != nil {
+		if err := db.QueryRowContext(ctx, e.reachedQuery()).Scan(&reached); err != nil {
 			return err
 		}
 		if reached != "" {
@@ -110,17 +111,34 @@ func archivedInOrder(ctx context.Context, store objectstore.Store) ([]string, er
 	return names, nil
 }
 
-// replayOne pipes mariadb-binlog's events after position (and before
-// stop, when set) into the server.
-func (e *Engine) replayOne(ctx context.Context, file, position string, stop *time.Time) error {
-	osUser, err := currentUser()
+// reachedQuery reads the GTID position the server has reached.
+func (e *Engine) reachedQuery() string {
+	if e.Flavor == MySQL {
+		return "SELECT @@global.gtid_executed"
+	}
+	return "SELECT @@gtid_binlog_pos"
+}
+
+// replayOne pipes the binary log decoder's events after position (and
+// before stop, when set) into the server: MariaDB's client logs in as the
+// OS user over the socket, MySQL's as root with the superuser password,
+// given in its environment.
+func (e *Engine) replayOne(ctx context.Context, file, position string, stop *time.Time, creds instance.Credentials) error {
+	decoder, client := "mariadb-binlog", "mariadb"
+	user, err := currentUser()
 	if err != nil {
 		return err
 	}
-	decode := exec.CommandContext(ctx, "mariadb-binlog", ReplayArgs(file, position, stop)...)
+	var clientEnv []string
+	if e.Flavor == MySQL {
+		decoder, client, user = "mysqlbinlog", "mysql", "root"
+		clientEnv = []string{"MYSQL_PWD=" + creds.SuperuserPassword}
+	}
+	decode := exec.CommandContext(ctx, decoder, ReplayArgs(e.Flavor, file, position, stop)...)
 	// --stop-datetime is read in the local time zone.
 	decode.Env = append(os.Environ(), "TZ=UTC")
-	apply := exec.CommandContext(ctx, "mariadb", append(e.defaultsArgs(), "--socket="+e.Socket, "--user="+osUser, "--binary-mode")...)
+	apply := exec.CommandContext(ctx, client, append(e.defaultsArgs(), "--socket="+e.Socket, "--user="+user, "--binary-mode")...)
+	apply.Env = append(os.Environ(), clientEnv...)
 	pipe, err := decode.StdoutPipe()
 	if err != nil {
 		return err
@@ -152,11 +170,17 @@ func (e *Engine) replayOne(ctx context.Context, file, position string, stop *tim
 	return nil
 }
 
-// ReplayArgs are mariadb-binlog's arguments to decode file's events after
-// the GTID position (all of them when it is empty) and before stop.
-func ReplayArgs(file, position string, stop *time.Time) []string {
+// ReplayArgs are the decoder's arguments (mariadb-binlog, MySQL's
+// mysqlbinlog) to decode file's events after the GTID position (all of them
+// when it is empty) and before stop. MySQL's position is a GTID set, whose
+// transactions are skipped.
+func ReplayArgs(flavor Flavor, file, position string, stop *time.Time) []string {
 	var args []string
-	if position != "" {
+	switch {
+	case position == "":
+	case flavor == MySQL:
+		args = append(args, "--exclude-gtids="+position)
+	default:
 		args = append(args, "--start-position="+position)
 	}
 	if stop != nil {

@@ -1,7 +1,6 @@
 package postgres
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -39,29 +38,13 @@ func (e *Engine) Backup(ctx context.Context, store objectstore.Store, name, inst
 		return m, fmt.Errorf("reading the server's version and system identifier: %w", err)
 	}
 	cmd := exec.CommandContext(ctx, "pg_basebackup", BaseBackupArgs(e.SocketDir, e.port())...)
-	stdout, err := cmd.StdoutPipe()
+	file, log, err := backup.UploadOutput(ctx, store, backup.ArtifactKey(name, baseArtifact), cmd)
 	if err != nil {
 		return m, err
 	}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		return m, fmt.Errorf("pg_basebackup: %w", err)
-	}
-	file, uploadErr := backup.Upload(ctx, store, backup.ArtifactKey(name, baseArtifact), stdout)
-	if uploadErr != nil {
-		_ = cmd.Process.Kill()
-	}
-	waitErr := cmd.Wait()
-	if uploadErr != nil {
-		return m, uploadErr
-	}
-	if waitErr != nil {
-		return m, fmt.Errorf("pg_basebackup: %v: %s", waitErr, lastLines(stderr.String(), 5))
-	}
 	m.EndTime = time.Now().UTC()
 	m.Files = []layout.ArtifactFile{file}
-	start, end, err := ParseBaseBackupLog(stderr.String())
+	start, end, err := ParseBaseBackupLog(log)
 	if err != nil {
 		return m, err
 	}

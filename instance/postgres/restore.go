@@ -1,7 +1,6 @@
 package postgres
 
 import (
-	"archive/tar"
 	"context"
 	"errors"
 	"fmt"
@@ -31,19 +30,12 @@ const (
 // checksum mismatch) is an error that names why, and leaves PGDATA empty.
 func (e *Engine) restore(ctx context.Context) error {
 	src := e.Restore
-	store, err := backup.Open(src.Target)
+	store, m, err := backup.OpenBackup(ctx, *src)
 	if err != nil {
 		return err
-	}
-	m, err := backup.ReadManifest(ctx, store, src.Backup)
-	if err != nil {
-		return fmt.Errorf("restoring backup %q: %w", src.Backup, err)
 	}
 	if err := e.checkRestorable(ctx, m); err != nil {
 		return err
-	}
-	if len(m.Files) != 1 {
-		return fmt.Errorf("restoring backup %q: its manifest lists %d artifacts, want 1", src.Backup, len(m.Files))
 	}
 	// The marker says the directory holds half a restore until the
 	// recovery settings are written: a restart empties it and starts over.
@@ -112,60 +104,7 @@ func majorVersion(s string) string {
 
 // extract unpacks the tar that download writes into PGDATA.
 func (e *Engine) extract(ctx context.Context, download func(io.Writer) error) error {
-	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(download(pw)) }()
-	err := untar(pr, e.DataDir)
-	// Drain what is left: the download checks its checksum at the end, and
-	// a mismatch explains a broken tar better than the tar error does.
-	_, drainErr := io.Copy(io.Discard, pr)
-	pr.Close()
-	if errors.Is(drainErr, backup.ErrChecksum) || err == nil {
-		return drainErr
-	}
-	return err
-}
-
-// untar writes a PGDATA tar into dir: directories, regular files and
-// symbolic links, never outside dir.
-func untar(r io.Reader, dir string) error {
-	tr := tar.NewReader(r)
-	for {
-		h, err := tr.Next()
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		target := filepath.Join(dir, filepath.Clean("/"+h.Name))
-		switch h.Typeflag {
-		case tar.TypeDir:
-			if err := os.MkdirAll(target, 0o700); err != nil {
-				return err
-			}
-		case tar.TypeReg:
-			if err := os.MkdirAll(filepath.Dir(target), 0o700); err != nil {
-				return err
-			}
-			f, err := os.OpenFile(target, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, os.FileMode(h.Mode).Perm()&0o700|0o600)
-			if err != nil {
-				return err
-			}
-			if _, err := io.Copy(f, tr); err != nil {
-				f.Close()
-				return err
-			}
-			if err := f.Close(); err != nil {
-				return err
-			}
-		case tar.TypeSymlink:
-			if err := os.Symlink(h.Linkname, target); err != nil {
-				return err
-			}
-		default:
-			return fmt.Errorf("%s: unexpected tar entry type %c", h.Name, h.Typeflag)
-		}
-	}
+	return backup.ExtractTar(download, e.DataDir)
 }
 
 // RestoreArgs are the server arguments of a restore's recovery: WAL from

@@ -49,7 +49,6 @@ func TestInvalidDatabasesAreRejected(t *testing.T) {
 		{name: "max age in minutes", spec: validSpec + "  backup: {schedule: \"@daily\", maxAge: 90m}\n", wantField: "spec.backup.maxAge", wantText: "should match"},
 		{name: "restore from two sources", spec: validSpec + "  bootstrap: {fromBackup: {databaseBackupName: b, backupName: x, destination: {volume: {claimName: c}}}}\n", wantField: "spec.bootstrap.fromBackup", wantText: "exactly one"},
 		{name: "restore by name without destination", spec: validSpec + "  bootstrap: {fromBackup: {backupName: x}}\n", wantField: "spec.bootstrap.fromBackup", wantText: "go together"},
-		{name: "point in time on mysql", spec: "  engine: mysql\n  storage: {size: 1Gi}\n  bootstrap: {fromBackup: {databaseBackupName: b, targetTime: \"2026-11-23T04:30:00Z\"}}\n", wantField: "spec.bootstrap.fromBackup.targetTime", wantText: "not mysql"},
 		{name: "target time not a time", spec: validSpec + "  bootstrap: {fromBackup: {databaseBackupName: b, targetTime: yesterday}}\n", wantField: "spec.bootstrap.fromBackup.targetTime", wantText: ""},
 		{name: "name too long", dbName: "a-database-name-that-is-much-too-long-for-children", spec: validSpec, wantField: "metadata.name", wantText: "at most 40 characters"},
 		{name: "name starting with a digit", dbName: "1orders", spec: validSpec, wantField: "metadata.name", wantText: "start with a letter"},

@@ -165,48 +165,12 @@ func TestBackupsAndPointInTimeRestore(t *testing.T) {
 		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(manual), manual)).To(Succeed())
 		g.Expect(manual.Status.Phase).To(Equal(dbpilotv1alpha1.BackupPhaseCompleted), manual.Status.Message)
 	}, 3*time.Minute, time.Second).Should(Succeed())
-	session, err := connectApp(ctx, db)
-	g.Expect(err).NotTo(HaveOccurred())
-	defer session.close()
-	g.Expect(session.exec(ctx, tc.more)).To(Succeed())
-	time.Sleep(2 * time.Second)
-	instant := time.Now()
-	sumAtInstant, err := session.queryInt(ctx, tc.sum)
-	g.Expect(err).NotTo(HaveOccurred())
-	time.Sleep(2 * time.Second)
-	g.Expect(session.exec(ctx, tc.more3)).To(Succeed())
-	sumAtEnd, err := session.queryInt(ctx, tc.sum)
-	g.Expect(err).NotTo(HaveOccurred())
-	committed := time.Now()
-	// The WAL of the last batch reaches the store within archive_timeout.
-	g.Eventually(func(g Gomega) {
-		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(db), db)).To(Succeed())
-		g.Expect(db.Status.Backup.WALArchive).NotTo(BeNil())
-		g.Expect(db.Status.Backup.WALArchive.LastArchivedTime).NotTo(BeNil())
-		g.Expect(db.Status.Backup.WALArchive.LastArchivedTime.Time).To(BeTemporally(">", committed))
-	}, 3*time.Minute, time.Second).Should(Succeed())
-	t.Logf("commit to archived WAL: %.1fs", db.Status.Backup.WALArchive.LastArchivedTime.Sub(committed).Seconds())
+	instant, sumAtInstant, sumAtEnd := batchesAround(t, g, db, tc)
 
-	// Restore to the instant: a new Database serves the rows of then.
-	restored := newDatabase(ns, "orders-pitr", tc.engine, tc.version, 1)
-	restored.Spec.Bootstrap = &dbpilotv1alpha1.BootstrapSpec{FromBackup: &dbpilotv1alpha1.FromBackup{
-		DatabaseBackupName: "manual", TargetTime: &metav1.Time{Time: instant}}}
-	restored.Spec.CredentialsSecretName = db.CredentialsSecretName()
-	g.Expect(k8sClient.Create(ctx, restored)).To(Succeed())
-	logPodsOnFailure(t, restored)
-	waitAvailable(g, restored, 4*time.Minute)
-	expectSum(g, restored, tc, sumAtInstant)
-	deleteAndWait(g, restored)
-
-	// Restore the same backup to the end of the archive.
-	full := newDatabase(ns, "orders-copy", tc.engine, tc.version, 1)
-	full.Spec.Bootstrap = &dbpilotv1alpha1.BootstrapSpec{FromBackup: &dbpilotv1alpha1.FromBackup{DatabaseBackupName: "manual"}}
-	full.Spec.CredentialsSecretName = db.CredentialsSecretName()
-	g.Expect(k8sClient.Create(ctx, full)).To(Succeed())
-	logPodsOnFailure(t, full)
-	waitAvailable(g, full, 4*time.Minute)
-	expectSum(g, full, tc, sumAtEnd)
-	deleteAndWait(g, full)
+	// Restored to the instant, a new Database serves the rows of then; to
+	// the end of the archive, every row.
+	restoreAndExpect(t, g, db, tc, "orders-pitr", &dbpilotv1alpha1.FromBackup{DatabaseBackupName: "manual", TargetTime: &metav1.Time{Time: instant}}, sumAtInstant)
+	restoreAndExpect(t, g, db, tc, "orders-copy", &dbpilotv1alpha1.FromBackup{DatabaseBackupName: "manual"}, sumAtEnd)
 	t.Logf("restored: sum %d at %s, %d at the end", sumAtInstant, instant.Format(time.RFC3339), sumAtEnd)
 
 	// Deleting the on-demand backup keeps its artifacts (Retain).
@@ -236,6 +200,49 @@ func lastBackupMetric(g Gomega, db *dbpilotv1alpha1.Database) float64 {
 		}
 	}
 	return 0
+}
+
+// batchesAround writes two batches of rows through -rw with an instant
+// between them, then waits until the primary's archive holds the second;
+// it returns the instant and the sums at the instant and at the end.
+func batchesAround(t *testing.T, g Gomega, db *dbpilotv1alpha1.Database, tc replicationSQL) (time.Time, int, int) {
+	ctx := context.Background()
+	session, err := connectApp(ctx, db)
+	g.Expect(err).NotTo(HaveOccurred())
+	defer session.close()
+	g.Expect(session.exec(ctx, tc.more)).To(Succeed())
+	time.Sleep(2 * time.Second)
+	instant := time.Now()
+	sumAtInstant, err := session.queryInt(ctx, tc.sum)
+	g.Expect(err).NotTo(HaveOccurred())
+	time.Sleep(2 * time.Second)
+	g.Expect(session.exec(ctx, tc.more3)).To(Succeed())
+	sumAtEnd, err := session.queryInt(ctx, tc.sum)
+	g.Expect(err).NotTo(HaveOccurred())
+	committed := time.Now()
+	// The log of the last batch reaches the store within the archive
+	// timeout (60 s).
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(db), db)).To(Succeed())
+		g.Expect(db.Status.Backup.WALArchive).NotTo(BeNil())
+		g.Expect(db.Status.Backup.WALArchive.LastArchivedTime).NotTo(BeNil())
+		g.Expect(db.Status.Backup.WALArchive.LastArchivedTime.Time).To(BeTemporally(">", committed))
+	}, 3*time.Minute, time.Second).Should(Succeed())
+	t.Logf("%s: commit to archived log: %.1fs", db.Spec.Engine, db.Status.Backup.WALArchive.LastArchivedTime.Sub(committed).Seconds())
+	return instant, sumAtInstant, sumAtEnd
+}
+
+// restoreAndExpect creates a one-pod Database name restored from the
+// backup, expects it to serve the sum through -rw, and deletes it.
+func restoreAndExpect(t *testing.T, g Gomega, source *dbpilotv1alpha1.Database, tc replicationSQL, name string, from *dbpilotv1alpha1.FromBackup, sum int) {
+	restored := newDatabase(source.Namespace, name, tc.engine, tc.version, 1)
+	restored.Spec.Bootstrap = &dbpilotv1alpha1.BootstrapSpec{FromBackup: from}
+	restored.Spec.CredentialsSecretName = source.CredentialsSecretName()
+	g.Expect(k8sClient.Create(context.Background(), restored)).To(Succeed())
+	logPodsOnFailure(t, restored)
+	waitAvailable(g, restored, 4*time.Minute)
+	expectSum(g, restored, tc, sum)
+	deleteAndWait(g, restored)
 }
 
 // expectSum reads the sum of the orders table through the Database's -rw
@@ -284,34 +291,8 @@ func TestMariaDBBackupToTheClaimDBPilotCreates(t *testing.T) {
 	db.Spec.Backup.Schedule = "0 0 1 1 *"
 	g.Expect(k8sClient.Update(ctx, db)).To(Succeed())
 
-	session, err := connectApp(ctx, db)
-	g.Expect(err).NotTo(HaveOccurred())
-	defer session.close()
-	g.Expect(session.exec(ctx, tc.more)).To(Succeed())
-	time.Sleep(2 * time.Second)
-	instant := time.Now()
-	sumAtInstant, err := session.queryInt(ctx, tc.sum)
-	g.Expect(err).NotTo(HaveOccurred())
-	time.Sleep(2 * time.Second)
-	g.Expect(session.exec(ctx, tc.more3)).To(Succeed())
-	committed := time.Now()
-	g.Eventually(func(g Gomega) {
-		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(db), db)).To(Succeed())
-		g.Expect(db.Status.Backup.WALArchive).NotTo(BeNil())
-		g.Expect(db.Status.Backup.WALArchive.LastArchivedTime).NotTo(BeNil())
-		g.Expect(db.Status.Backup.WALArchive.LastArchivedTime.Time).To(BeTemporally(">", committed))
-		g.Expect(meta.IsStatusConditionTrue(db.Status.Conditions, dbpilotv1alpha1.ConditionContinuousArchiving)).To(BeTrue())
-	}, 3*time.Minute, time.Second).Should(Succeed())
-	t.Logf("commit to archived binary log: %.1fs", db.Status.Backup.WALArchive.LastArchivedTime.Sub(committed).Seconds())
-
-	restored := newDatabase(ns, "orders-pitr", tc.engine, tc.version, 1)
-	restored.Spec.Bootstrap = &dbpilotv1alpha1.BootstrapSpec{FromBackup: &dbpilotv1alpha1.FromBackup{
-		DatabaseBackupName: scheduled.Name, TargetTime: &metav1.Time{Time: instant}}}
-	restored.Spec.CredentialsSecretName = db.CredentialsSecretName()
-	g.Expect(k8sClient.Create(ctx, restored)).To(Succeed())
-	logPodsOnFailure(t, restored)
-	waitAvailable(g, restored, 4*time.Minute)
-	expectSum(g, restored, tc, sumAtInstant)
-	deleteAndWait(g, restored)
+	instant, sumAtInstant, _ := batchesAround(t, g, db, tc)
+	g.Expect(meta.IsStatusConditionTrue(db.Status.Conditions, dbpilotv1alpha1.ConditionContinuousArchiving)).To(BeTrue())
+	restoreAndExpect(t, g, db, tc, "orders-pitr", &dbpilotv1alpha1.FromBackup{DatabaseBackupName: scheduled.Name, TargetTime: &metav1.Time{Time: instant}}, sumAtInstant)
 	t.Logf("restored to %s: sum %d", instant.Format(time.RFC3339), sumAtInstant)
 }
