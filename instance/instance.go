@@ -123,6 +123,24 @@ type ActionServer interface {
 	Actions() map[string]http.Handler
 }
 
+// ExitExplainer is an engine that can tell why its server stopped on its
+// own when the reason matters to the operator (a restore that cannot
+// finish).
+type ExitExplainer interface {
+	// ExplainExit says why, or "" when it has nothing to add.
+	ExplainExit() string
+}
+
+// explainExit adds the engine's explanation to an exit error.
+func explainExit(engine Engine, err error) error {
+	if explainer, ok := engine.(ExitExplainer); ok {
+		if why := explainer.ExplainExit(); why != "" {
+			return fmt.Errorf("%s (%w)", why, err)
+		}
+	}
+	return err
+}
+
 // startupTimeout bounds how long the server may take to accept connections
 // after it starts (crash recovery included).
 const startupTimeout = 10 * time.Minute
@@ -262,7 +280,7 @@ func Run(ctx context.Context, engine Engine, files CredentialFiles, probes Probe
 	select {
 	case err := <-exited:
 		cancel()
-		return fmt.Errorf("engine exited during startup: %s", exitDescription(err))
+		return explainExit(engine, fmt.Errorf("engine exited during startup: %s", exitDescription(err)))
 	case why := <-unusable:
 		cancel()
 		return discard(why)
@@ -285,7 +303,7 @@ func Run(ctx context.Context, engine Engine, files CredentialFiles, probes Probe
 	for {
 		select {
 		case err := <-exited:
-			return fmt.Errorf("engine exited: %s", exitDescription(err))
+			return explainExit(engine, fmt.Errorf("engine exited: %s", exitDescription(err)))
 		case why := <-unusable:
 			return discard(why)
 		case req := <-demote:

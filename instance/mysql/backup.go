@@ -121,7 +121,7 @@ func (e *Engine) restore(ctx context.Context) error {
 	}
 	// The archived binary logs after the backup are replayed once the
 	// server runs (replayBinlogs).
-	if err := e.writeReplayPlan(m.EndPosition); err != nil {
+	if err := e.writeReplayPlan(m); err != nil {
 		return fail(err)
 	}
 	return os.Remove(filepath.Join(e.DataDir, restoreIncomplete))

@@ -12,10 +12,12 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/dbpilot/dbpilot/instance"
 	"github.com/dbpilot/dbpilot/instance/backup"
+	"github.com/dbpilot/dbpilot/instance/layout"
 	"github.com/dbpilot/dbpilot/internal/objectstore"
 )
 
@@ -27,10 +29,13 @@ const replayFile = "dbpilot-replay-binlogs"
 type replayPlan struct {
 	// From is the GTID position the base backup is consistent at.
 	From string `json:"from"`
+	// BackupStarted is when the base backup started: a binary log archived
+	// before was closed before, and the backup holds all of it.
+	BackupStarted time.Time `json:"backupStarted"`
 }
 
-func (e *Engine) writeReplayPlan(from string) error {
-	data, err := json.Marshal(replayPlan{From: from})
+func (e *Engine) writeReplayPlan(m layout.BackupManifest) error {
+	data, err := json.Marshal(replayPlan{From: m.EndPosition, BackupStarted: m.StartTime})
 	if err != nil {
 		return err
 	}
@@ -61,7 +66,7 @@ func (e *Engine) replayBinlogs(ctx context.Context, db *sql.DB, creds instance.C
 	if err != nil {
 		return err
 	}
-	files, err := archivedInOrder(ctx, store)
+	files, err := archivedInOrder(ctx, store, plan.BackupStarted)
 	if err != nil {
 		return err
 	}
@@ -91,12 +96,18 @@ func (e *Engine) replayBinlogs(ctx context.Context, db *sql.DB, creds instance.C
 	return os.Remove(path)
 }
 
-// archivedInOrder lists the archived binary logs in the order they were
-// archived.
-func archivedInOrder(ctx context.Context, store objectstore.Store) ([]string, error) {
-	files, err := backup.ArchivedWALFiles(ctx, store)
+// archivedInOrder lists the binary logs archived since the backup started,
+// in the order they were archived.
+func archivedInOrder(ctx context.Context, store objectstore.Store, since time.Time) ([]string, error) {
+	all, err := backup.ArchivedWALFiles(ctx, store)
 	if err != nil {
 		return nil, err
+	}
+	var files []objectstore.Object
+	for _, f := range all {
+		if !f.Modified.Before(since) {
+			files = append(files, f)
+		}
 	}
 	sort.SliceStable(files, func(i, j int) bool {
 		if !files[i].Modified.Equal(files[j].Modified) {
@@ -162,6 +173,10 @@ func (e *Engine) replayOne(ctx context.Context, file, position string, stop *tim
 	_, _ = io.Copy(io.Discard, pipe)
 	decodeWait := decode.Wait()
 	switch {
+	case decodeWait != nil && strings.Contains(decodeErr.String(), "never reached expected GTID state"):
+		// Every event of this log is at or before the position: the
+		// server has them all already.
+		return nil
 	case applyErr != nil:
 		return fmt.Errorf("mariadb: %v: %s", applyErr, lastLines(applyOut.String(), 5))
 	case decodeWait != nil:

@@ -122,6 +122,17 @@ func RestoreArgs(program string, targetTime *time.Time) []string {
 	return args
 }
 
+// ExplainExit says why a restoring server stopped during its recovery: the
+// archive lacks a WAL segment it needs, or does not reach the target time
+// (the server's log says which).
+func (e *Engine) ExplainExit() string {
+	if e.Restore == nil || !e.recovering() {
+		return ""
+	}
+	return fmt.Sprintf("restoring backup %q: the server stopped while recovering from the archive: a WAL segment is missing from it, "+
+		"or it does not reach the target time (the server's log says which)", e.Restore.Backup)
+}
+
 // recovering reports whether PGDATA still has to finish a restore's
 // recovery (the server removes recovery.signal when it promotes).
 func (e *Engine) recovering() bool {

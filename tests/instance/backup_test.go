@@ -110,7 +110,8 @@ func tableDigest(ctx context.Context, conn *pgx.Conn, table string) (string, err
 // and their checksum equal the data then), and to the end of the archive.
 // A corrupted base backup is refused by its checksum, leaving the data
 // directory empty; deleting a backup prunes the WAL no remaining backup
-// needs.
+// needs. A restore to a time the archive does not reach, or of another
+// major version, fails saying so.
 func TestPostgresBackupAndPointInTimeRestore(t *testing.T) {
 	pg := lookup(t, "postgres")
 	ctx := context.Background()
@@ -235,6 +236,31 @@ func TestPostgresBackupAndPointInTimeRestore(t *testing.T) {
 	}
 	t.Logf("restored: %s at %s, %s at the end", atInstant, instant.Format(time.RFC3339Nano), atEnd)
 
+	// A restore that cannot finish says why: a target time the archive
+	// does not reach, a backup of another major version.
+	refused := func(name string, src layout.RestoreSource, want string) {
+		t.Helper()
+		n := newNode(name)
+		p := launchWithEnv(t, pg, path, []string{envJSON(t, layout.RestoreSourceEnv, src)}, append(n.args, "--bootstrap=primary")...)
+		if err := p.waitExit(t, 2*time.Minute); err == nil || !strings.Contains(p.printed(), want) {
+			t.Fatalf("restore %s: %v, want %q in:\n%s", name, err, want, p.printed())
+		}
+	}
+	later := time.Now().Add(time.Hour)
+	refused("beyond-0", layout.RestoreSource{Target: target, Backup: "first", TargetTime: &later}, "stopped while recovering from the archive")
+	manifestPath := filepath.Join(server.Dir, "backups", "shop", "orders", "base", "first", "manifest.json")
+	manifest, err := os.ReadFile(manifestPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(manifestPath, []byte(strings.Replace(string(manifest), `"version": "15.`, `"version": "14.`, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	refused("older-0", layout.RestoreSource{Target: target, Backup: "first"}, "restores only into its major version")
+	if err := os.WriteFile(manifestPath, manifest, 0o644); err != nil {
+		t.Fatal(err)
+	}
+
 	// A second backup, from the primary; deleting the first prunes the WAL
 	// from before the second's start.
 	second := primary.backUp(t, "repl-pass", "second")
@@ -331,6 +357,15 @@ func TestMariaDBBackupAndPointInTimeRestore(t *testing.T) {
 	}
 	exec("CREATE TABLE items (id INT PRIMARY KEY, payload VARCHAR(40) NOT NULL)")
 	exec("INSERT INTO items SELECT seq, md5(seq) FROM seq_1_to_100000")
+	// A binary log archived, and a transaction after it, before the backup:
+	// the restore must not replay a log that ends before its position.
+	eventually(t, time.Minute, "a binary log archived", func() error {
+		if archive, _ := primary.status(t)["archive"].(map[string]any); archive["lastArchived"] == nil {
+			return fmt.Errorf("archive status %v", archive)
+		}
+		return nil
+	})
+	exec("CREATE TABLE marker (id INT PRIMARY KEY)")
 	digest := func(port int) (string, error) {
 		db, err := mysqlConnect(ctx, port, "shop", "app-pass", "shop")
 		if err != nil {

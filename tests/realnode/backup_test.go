@@ -239,6 +239,9 @@ func restoreAndExpect(t *testing.T, g Gomega, source *dbpilotv1alpha1.Database, 
 	restored.Spec.Bootstrap = &dbpilotv1alpha1.BootstrapSpec{FromBackup: from}
 	restored.Spec.CredentialsSecretName = source.CredentialsSecretName()
 	g.Expect(k8sClient.Create(context.Background(), restored)).To(Succeed())
+	// Deleted even when the test fails, so its pod leaves the node's CPU
+	// to the next tests.
+	t.Cleanup(func() { deleteAndWait(NewWithT(t), restored) })
 	logPodsOnFailure(t, restored)
 	waitAvailable(g, restored, 4*time.Minute)
 	expectSum(g, restored, tc, sum)
@@ -260,10 +263,11 @@ func expectSum(g Gomega, db *dbpilotv1alpha1.Database, tc replicationSQL, want i
 
 // TestMariaDBBackupToTheClaimDBPilotCreates gives a two-pod MariaDB
 // Database the minimal spec.backup, a schedule alone: dbpilot creates the
-// claim the backups go to (with no owner), a scheduled backup completes from
-// the replica while the primary archives its binary logs there, and a
-// Database restored from it to an instant between two later batches serves
-// exactly the rows of that instant through -rw.
+// claim the backups go to (with no owner), scheduled backups complete from
+// the replica while the primary archives its binary logs there, retention
+// keeps 2, an on-demand backup completes, and a Database restored from a
+// scheduled one to an instant between two later batches serves exactly the
+// rows of that instant through -rw.
 func TestMariaDBBackupToTheClaimDBPilotCreates(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -290,6 +294,22 @@ func TestMariaDBBackupToTheClaimDBPilotCreates(t *testing.T) {
 	g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(db), db)).To(Succeed())
 	db.Spec.Backup.Schedule = "0 0 1 1 *"
 	g.Expect(k8sClient.Update(ctx, db)).To(Succeed())
+
+	// An on-demand backup completes too; retention keeps 2 scheduled ones.
+	manual := &dbpilotv1alpha1.DatabaseBackup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "manual"},
+		Spec: dbpilotv1alpha1.DatabaseBackupSpec{DatabaseName: "orders"}}
+	g.Expect(k8sClient.Create(ctx, manual)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(manual), manual)).To(Succeed())
+		g.Expect(manual.Status.Phase).To(Equal(dbpilotv1alpha1.BackupPhaseCompleted), manual.Status.Message)
+		scheduledKept := 0
+		for _, b := range backupsOf(g, db)[dbpilotv1alpha1.BackupPhaseCompleted] {
+			if b.Labels[dbpilotv1alpha1.LabelScheduled] == "true" {
+				scheduledKept++
+			}
+		}
+		g.Expect(scheduledKept).To(BeNumerically("<=", 2))
+	}, 3*time.Minute, time.Second).Should(Succeed())
 
 	instant, sumAtInstant, _ := batchesAround(t, g, db, tc)
 	g.Expect(meta.IsStatusConditionTrue(db.Status.Conditions, dbpilotv1alpha1.ConditionContinuousArchiving)).To(BeTrue())
