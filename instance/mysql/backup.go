@@ -74,9 +74,6 @@ func BackupLogGTID(log string) string {
 	return ""
 }
 
-// restoreIncomplete marks a datadir a restore is filling.
-const restoreIncomplete = "dbpilot-restore-incomplete"
-
 // restore fills the empty datadir from a base backup: unpacked with
 // mbstream and prepared. What made the source a replica is removed, so the
 // restored server starts as a primary of its own. A backup that cannot be
@@ -91,16 +88,7 @@ func (e *Engine) restore(ctx context.Context) error {
 	if err := e.checkRestorable(ctx, m); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(e.DataDir, 0o750); err != nil {
-		return err
-	}
-	if err := e.Discard(); err != nil {
-		return err
-	}
-	if err := os.MkdirAll(e.DataDir, 0o750); err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(e.DataDir, restoreIncomplete), nil, 0o600); err != nil {
+	if err := backup.StartRestore(e.DataDir, 0o750); err != nil {
 		return err
 	}
 	fail := func(err error) error {
@@ -124,7 +112,7 @@ func (e *Engine) restore(ctx context.Context) error {
 	if err := e.writeReplayPlan(m); err != nil {
 		return fail(err)
 	}
-	return os.Remove(filepath.Join(e.DataDir, restoreIncomplete))
+	return backup.FinishRestore(e.DataDir)
 }
 
 // unpackMariaDB unpacks a MariaDB base backup with mbstream and prepares

@@ -23,6 +23,7 @@ import (
 	driver "github.com/go-sql-driver/mysql"
 
 	"github.com/dbpilot/dbpilot/instance"
+	"github.com/dbpilot/dbpilot/instance/backup"
 	"github.com/dbpilot/dbpilot/instance/layout"
 )
 
@@ -73,7 +74,7 @@ var _ instance.Engine = (*Engine)(nil)
 
 // Initialized reports whether the datadir holds the system tables.
 func (e *Engine) Initialized() (bool, error) {
-	if _, err := os.Stat(filepath.Join(e.DataDir, restoreIncomplete)); err == nil {
+	if backup.Restoring(e.DataDir) {
 		return false, nil
 	}
 	_, err := os.Stat(filepath.Join(e.DataDir, "mysql"))

@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/dbpilot/dbpilot/instance"
+	"github.com/dbpilot/dbpilot/instance/backup"
 	"github.com/dbpilot/dbpilot/instance/layout"
 )
 
@@ -59,7 +60,7 @@ var _ instance.Engine = (*Engine)(nil)
 
 // Initialized reports whether PGDATA holds a cluster.
 func (e *Engine) Initialized() (bool, error) {
-	if _, err := os.Stat(filepath.Join(e.DataDir, restoreIncomplete)); err == nil {
+	if backup.Restoring(e.DataDir) {
 		return false, nil
 	}
 	_, err := os.Stat(filepath.Join(e.DataDir, "PG_VERSION"))

@@ -17,11 +17,7 @@ import (
 	"github.com/dbpilot/dbpilot/instance/layout"
 )
 
-const (
-	recoverySignal = "recovery.signal"
-	// restoreIncomplete marks a data directory a restore is filling.
-	restoreIncomplete = "dbpilot-restore-incomplete"
-)
+const recoverySignal = "recovery.signal"
 
 // restore fills the empty data directory from a base backup and leaves it
 // to recover: recovery.signal, and the settings RestoreArgs gives the
@@ -37,20 +33,13 @@ func (e *Engine) restore(ctx context.Context) error {
 	if err := e.checkRestorable(ctx, m); err != nil {
 		return err
 	}
-	// The marker says the directory holds half a restore until the
-	// recovery settings are written: a restart empties it and starts over.
-	if err := os.MkdirAll(e.DataDir, 0o700); err != nil {
-		return err
-	}
-	if err := emptyDir(e.DataDir); err != nil {
-		return err
-	}
-	marker := filepath.Join(e.DataDir, restoreIncomplete)
-	if err := os.WriteFile(marker, nil, 0o600); err != nil {
+	// The directory holds half a restore until the recovery settings are
+	// written: a restart empties it and starts over.
+	if err := backup.StartRestore(e.DataDir, 0o700); err != nil {
 		return err
 	}
 	if err := e.extract(ctx, func(w io.Writer) error { return backup.Download(ctx, store, m.Files[0], w) }); err != nil {
-		_ = emptyDir(e.DataDir)
+		_ = backup.EmptyDir(e.DataDir)
 		return fmt.Errorf("restoring backup %q: %w", src.Backup, err)
 	}
 	// The backup may come from a replica: its standby settings and signal
@@ -71,7 +60,7 @@ func (e *Engine) restore(ctx context.Context) error {
 	if err := os.WriteFile(filepath.Join(e.DataDir, recoverySignal), nil, 0o600); err != nil {
 		return err
 	}
-	return os.Remove(marker)
+	return backup.FinishRestore(e.DataDir)
 }
 
 // checkRestorable refuses a backup of another engine or major version.
@@ -154,18 +143,4 @@ func withoutSettings(conf string, names []string) string {
 		return ""
 	}
 	return strings.Join(lines, "\n") + "\n"
-}
-
-// emptyDir removes what dir holds, keeping dir (a mount point).
-func emptyDir(dir string) error {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return err
-	}
-	for _, entry := range entries {
-		if err := os.RemoveAll(filepath.Join(dir, entry.Name())); err != nil {
-			return err
-		}
-	}
-	return nil
 }
