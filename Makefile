@@ -121,11 +121,11 @@ fuzz: ## Fuzz the auto-pilot's decision engine for FUZZTIME (bounds, no NaN, det
 
 .PHONY: test-unit
 test-unit: ## Unit tests: pure builders, setters, the decision engine, the instance program's statements.
-	$(GO) test -count=1 $$($(GO) list ./... | grep -v -e /tests/ -e /internal/localcluster)
+	$(GO) test -count=1 $$($(GO) list ./... | grep -v -e /tests/ -e /internal/localcluster -e /internal/objectstore)
 
 .PHONY: test-integration
 test-integration: controlplane ## Integration and end-to-end tests on the local control plane (kwok, and the real node where the machine allows it), one package at a time.
-	$(GO) test -count=1 -p 1 -timeout 40m ./internal/localcluster/... ./tests/...
+	$(GO) test -count=1 -p 1 -timeout 40m ./internal/localcluster/... ./internal/objectstore/... ./tests/...
 
 .PHONY: bench-reconcile
 bench-reconcile: controlplane manifests ## Print the time from create to Available for 1 and for 50 Databases.
