@@ -87,6 +87,8 @@ type Probes struct {
 	// MaxReplicaLag is how far a replica may be behind its primary and still
 	// be ready; 0: no bound.
 	MaxReplicaLag time.Duration
+	// Metrics is the engine metrics server, on a port of its own.
+	Metrics MetricsEndpoint
 }
 
 // Engine is what the supervisor needs from an engine family.
@@ -167,6 +169,11 @@ func Run(ctx context.Context, engine Engine, files CredentialFiles, probes Probe
 		return err
 	}
 	defer endpoints.stop()
+	stopMetrics, err := startMetrics(probes.Metrics, endpoints)
+	if err != nil {
+		return err
+	}
+	defer stopMetrics()
 	if isFenced(membership.StateDir) {
 		// Fenced for investigation: the engine stays stopped, the data
 		// untouched, until the operator unfences the instance.

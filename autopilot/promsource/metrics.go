@@ -36,6 +36,10 @@ const (
 	MySQLMaxConnections = "mysql_global_variables_max_connections"
 	MySQLCommands       = "mysql_global_status_commands_total"
 	MySQLLag            = "mysql_slave_status_seconds_behind_master"
+	// MySQLWriteCommands are the commands (Com_ status variables) that
+	// write: INSERT … SELECT, multi-table UPDATE and DELETE count apart
+	// from the plain statements.
+	MySQLWriteCommands = "insert|insert_select|update|update_multi|delete|delete_multi|replace|replace_select"
 )
 
 // DefaultRateWindow is the window of every rate: long enough to hold
@@ -62,7 +66,7 @@ func queries(window time.Duration) []query {
 		{name: "connections", promQL: `sum by (namespace, pod) (` + PostgresConnections + `) or sum by (namespace, pod) (` + MySQLConnections + `)`},
 		{name: "maxConnections", promQL: `max by (namespace, pod) (` + PostgresMaxConnections + `) or max by (namespace, pod) (` + MySQLMaxConnections + `)`},
 		{name: "reads", promQL: `sum by (namespace, pod) (rate(` + PostgresReads + `[` + rateWindow + `])) or sum by (namespace, pod) (rate(` + MySQLCommands + `{command="select"}[` + rateWindow + `]))`},
-		{name: "writes", promQL: `sum by (namespace, pod) (rate(` + PostgresInserts + `[` + rateWindow + `]) + rate(` + PostgresUpdates + `[` + rateWindow + `]) + rate(` + PostgresDeletes + `[` + rateWindow + `])) or sum by (namespace, pod) (rate(` + MySQLCommands + `{command=~"insert|update|delete|replace"}[` + rateWindow + `]))`},
+		{name: "writes", promQL: `sum by (namespace, pod) (rate(` + PostgresInserts + `[` + rateWindow + `]) + rate(` + PostgresUpdates + `[` + rateWindow + `]) + rate(` + PostgresDeletes + `[` + rateWindow + `])) or sum by (namespace, pod) (rate(` + MySQLCommands + `{command=~"` + MySQLWriteCommands + `"}[` + rateWindow + `]))`},
 		{name: "lag", promQL: `max by (namespace, pod) (` + PostgresLag + `) or max by (namespace, pod) (` + MySQLLag + `)`},
 		{name: "volume", promQL: `max by (namespace, persistentvolumeclaim) (` + VolumeUsed + ` / ` + VolumeCapacity + `)`, byClaim: true},
 	}

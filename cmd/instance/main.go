@@ -114,6 +114,8 @@ func run(args []string, log *slog.Logger) error {
 	replicationPasswordFile := flags.String("replication-password-file", "", "the replication user's password")
 	semiSync := flags.Bool("semi-sync", false, "MariaDB/MySQL: a primary waits for a replica to acknowledge each commit (the server's configuration sets the rest)")
 	archiveTimeout := flags.Duration("archive-timeout", postgres.DefaultArchiveTimeout, "with a backup destination, the longest a commit waits before the primary's WAL segment (binary log) holding it is switched and archived")
+	metricsAddress := flags.String("metrics-address", "", "where the engine metrics are served over HTTPS (e.g. :"+strconv.Itoa(layout.MetricsPort)+"); \"\": not served")
+	metricsTokenFile := flags.String("metrics-token-file", "", "the bearer token a metrics scraper must present (every scrape is refused without it)")
 	monitoringPasswordFile := flags.String("monitoring-password-file", "", "the monitoring user's password (no monitoring user without it)")
 	if err := flags.Parse(args); err != nil {
 		return err
@@ -165,7 +167,8 @@ func run(args []string, log *slog.Logger) error {
 		return err
 	}
 	files := instance.CredentialFiles{Dir: *credentialsDir, MonitoringPasswordFile: *monitoringPasswordFile}
-	probes := instance.Probes{Address: *probeAddress, MaxReplicaLag: *maxReplicaLag}
+	probes := instance.Probes{Address: *probeAddress, MaxReplicaLag: *maxReplicaLag,
+		Metrics: instance.MetricsEndpoint{Address: *metricsAddress, TokenFile: *metricsTokenFile, DataDir: *dataDir}}
 	membership := instance.Membership{Self: r.name, DesignationDir: *designationDir, StateDir: stateDir, Token: func() string { return r.password }}
 	return instance.Run(ctx, engine, files, probes, membership, log.With("engine", *engineName))
 }

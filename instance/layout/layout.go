@@ -78,6 +78,19 @@ const (
 	UnfencePath = "/unfence"
 )
 
+// The instance program's engine metrics, served over HTTPS on MetricsPort
+// to a caller presenting the metrics Secret's token as a bearer token.
+const (
+	MetricsPort     = 9187
+	MetricsPortName = "metrics"
+	MetricsPath     = "/metrics"
+	// MetricsDir holds the Database's metrics Secret as files.
+	MetricsDir = "/dbpilot/metrics"
+	// KeyMetricsToken is the metrics Secret's key of the bearer token a
+	// scraper presents; it grants reading the metrics and nothing else.
+	KeyMetricsToken = "token"
+)
+
 // PromoteRequest asks a replica to become the primary.
 type PromoteRequest struct {
 	// Epoch is the designation that names it, which its mounted

@@ -72,7 +72,10 @@ func (e *Engine) clone(ctx context.Context) error {
 	}
 	run := func(createSlot bool) ([]byte, error) {
 		cmd := exec.CommandContext(ctx, "pg_basebackup", e.Replication.BasebackupArgs(e.DataDir, createSlot)...)
-		cmd.Env = append(os.Environ(), "PGPASSWORD="+e.Replication.Password, "PGCONNECT_TIMEOUT=10")
+		// The application name (written into primary_conninfo with the
+		// rest of the connection) names the standby in the primary's
+		// pg_stat_replication by its slot, as a rejoined one is named.
+		cmd.Env = append(os.Environ(), "PGPASSWORD="+e.Replication.Password, "PGCONNECT_TIMEOUT=10", "PGAPPNAME="+e.Replication.SlotName)
 		return cmd.CombinedOutput()
 	}
 	out, err := run(true)

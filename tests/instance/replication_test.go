@@ -30,6 +30,7 @@ func TestPostgresReplicaClonesAndStreams(t *testing.T) {
 	path := "/usr/lib/postgresql/15/bin:/usr/bin:/bin"
 	ports := map[string]int{}
 	var args = map[string][]string{}
+	metrics := map[string]metricsEndpoint{}
 	for _, name := range []string{"db-0", "db-1"} {
 		dir := pg.workDir(t)
 		creds := pg.mkdir(t, filepath.Join(dir, "credentials"))
@@ -44,6 +45,9 @@ func TestPostgresReplicaClonesAndStreams(t *testing.T) {
 			"--config-file=" + filepath.Join(dir, "postgresql.conf"), "--socket=" + sockets,
 			"--port=" + strconv.Itoa(port), "--credentials-dir=" + creds,
 			"--instance-name=" + name, "--replication-password-file=" + filepath.Join(dir, "replication-password")}
+		var flags []string
+		flags, metrics[name] = metricsArgs(t, pg, dir)
+		args[name] = append(args[name], flags...)
 	}
 	primary := start(t, pg, path, args["db-0"]...)
 	began := time.Now()
@@ -100,6 +104,7 @@ func TestPostgresReplicaClonesAndStreams(t *testing.T) {
 	admin.Close(ctx)
 	checkRoles(t, primary, replica)
 	checkLagBound(ctx, t, replica, ports["db-1"], app)
+	checkPostgresMetrics(t, metrics["db-0"], metrics["db-1"], 10000)
 
 	// A replica restarted with its slot in place follows on from its data;
 	// one whose slot was dropped while it was away clones again.
@@ -245,6 +250,7 @@ func TestMariaDBReplicaClonesAndReplicates(t *testing.T) {
 	path := "/usr/sbin:/usr/bin:/bin"
 	ports := map[string]int{}
 	args := map[string][]string{}
+	metrics := map[string]metricsEndpoint{}
 	for _, name := range []string{"db-0", "db-1"} {
 		dir := my.workDir(t)
 		creds := my.mkdir(t, filepath.Join(dir, "credentials"))
@@ -259,6 +265,9 @@ func TestMariaDBReplicaClonesAndReplicates(t *testing.T) {
 			"--socket=" + filepath.Join(run, "mysqld.sock"), "--defaults-file=" + filepath.Join(dir, "my.cnf"),
 			"--credentials-dir=" + creds, "--instance-name=" + name,
 			"--replication-password-file=" + filepath.Join(dir, "replication-password")}
+		var flags []string
+		flags, metrics[name] = metricsArgs(t, my, dir)
+		args[name] = append(args[name], flags...)
 	}
 	primary := start(t, my, path, args["db-0"]...)
 	backup := strings.Replace(primary.probe, "/readyz", "/backup", 1)
@@ -349,6 +358,7 @@ func TestMariaDBReplicaClonesAndReplicates(t *testing.T) {
 	}
 	db.Close()
 	checkRoles(t, primary, replica)
+	checkMariaDBMetrics(t, metrics["db-0"], metrics["db-1"], 2)
 
 	// The primary purges the binary logs the stopped replica still needs:
 	// the replica's program sees its position is gone, empties the data
