@@ -21,47 +21,73 @@ import (
 // monitoring users' passwords once, and adds a key it lacks; a value it holds
 // is never changed.
 func (r *DatabaseReconciler) reconcileReplicationSecret(ctx context.Context, s *scope) (ctrl.Result, error) {
-	db := s.db
+	return ctrl.Result{}, r.ensureGeneratedSecret(ctx, s.db.Namespace, s.db.ReplicationSecretName(), desired.InternalKeys,
+		func() (*corev1.Secret, error) {
+			var passwords desired.InternalPasswords
+			var err error
+			if passwords.Replication, err = randomPassword(); err != nil {
+				return nil, err
+			}
+			if passwords.Monitoring, err = randomPassword(); err != nil {
+				return nil, err
+			}
+			return desired.ReplicationSecret(s.db, passwords), nil
+		})
+}
+
+// reconcileMetricsSecret creates the namespace's Secret of the metrics
+// endpoints' token once, like the replication Secret.
+func (r *DatabaseReconciler) reconcileMetricsSecret(ctx context.Context, s *scope) (ctrl.Result, error) {
+	return ctrl.Result{}, r.ensureGeneratedSecret(ctx, s.db.Namespace, dbpilotv1alpha1.MetricsSecretName, desired.MetricsKeys,
+		func() (*corev1.Secret, error) {
+			token, err := randomPassword()
+			if err != nil {
+				return nil, err
+			}
+			return desired.MetricsSecret(s.db.Namespace, token), nil
+		})
+}
+
+// ensureGeneratedSecret creates a Secret dbpilot generates when it is
+// missing and adds the keys it lacks from a newly generated one; a value it
+// holds is never changed.
+func (r *DatabaseReconciler) ensureGeneratedSecret(ctx context.Context, namespace, name string, keys []string, generate func() (*corev1.Secret, error)) error {
 	secret := &corev1.Secret{}
-	err := r.Client.Get(ctx, client.ObjectKey{Namespace: db.Namespace, Name: db.ReplicationSecretName()}, secret)
+	err := r.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, secret)
 	if err != nil && !apierrors.IsNotFound(err) {
-		return ctrl.Result{}, err
+		return err
 	}
 	missing := secret.Name == ""
-	for _, key := range desired.InternalKeys {
+	for _, key := range keys {
 		missing = missing || len(secret.Data[key]) == 0
 	}
 	if !missing {
-		return ctrl.Result{}, nil
+		return nil
 	}
-	var passwords desired.InternalPasswords
-	if passwords.Replication, err = randomPassword(); err != nil {
-		return ctrl.Result{}, err
+	wanted, err := generate()
+	if err != nil {
+		return err
 	}
-	if passwords.Monitoring, err = randomPassword(); err != nil {
-		return ctrl.Result{}, err
-	}
-	wanted := desired.ReplicationSecret(db, passwords)
 	if secret.Name == "" {
 		err = r.Client.Create(ctx, wanted, client.FieldOwner(FieldOwner))
 		if err != nil && !apierrors.IsAlreadyExists(err) {
-			return ctrl.Result{}, fmt.Errorf("creating the replication Secret: %w", err)
+			return fmt.Errorf("creating Secret %s: %w", name, err)
 		}
-		return ctrl.Result{}, nil
+		return nil
 	}
 	patch := client.MergeFromWithOptions(secret.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	if secret.Data == nil {
 		secret.Data = map[string][]byte{}
 	}
-	for _, key := range desired.InternalKeys {
+	for _, key := range keys {
 		if len(secret.Data[key]) == 0 {
 			secret.Data[key] = wanted.Data[key]
 		}
 	}
 	if err := r.Client.Patch(ctx, secret, patch, client.FieldOwner(FieldOwner)); err != nil {
-		return ctrl.Result{}, fmt.Errorf("adding keys to the replication Secret: %w", err)
+		return fmt.Errorf("adding keys to Secret %s: %w", name, err)
 	}
-	return ctrl.Result{}, nil
+	return nil
 }
 
 // reconcileCredentials makes sure the credentials Secret exists and holds

@@ -124,7 +124,7 @@ func (r *DatabaseReconciler) Reconcile(ctx context.Context, req ctrl.Request) (r
 			r.failures.forget(req.NamespacedName)
 			databasePhases.forget(req.NamespacedName)
 			setAutopilotHolding(req.NamespacedName, "")
-			setBackupLastSuccess(req.NamespacedName, "", nil)
+			setBackupTimes(req.NamespacedName, "", nil, nil)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -163,6 +163,7 @@ func (r *DatabaseReconciler) reconcileNormal(ctx context.Context, s *scope) (ctr
 	phases := []phase{
 		r.reconcileCredentials,
 		r.reconcileReplicationSecret,
+		r.reconcileMetricsSecret,
 		r.reconcileConfigMap,
 		r.reconcileDesignation,
 		r.reconcileRestoreSource,

@@ -36,6 +36,10 @@ var (
 		Name: "dbpilot_backup_last_success_timestamp_seconds",
 		Help: "When the newest completed backup of a Database finished, in seconds since the epoch; absent before its first.",
 	}, []string{"namespace", "database", "engine"})
+	backupLastFailure = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "dbpilot_backup_last_failure_timestamp_seconds",
+		Help: "When the newest failed backup of a Database ended, in seconds since the epoch; absent when none failed.",
+	}, []string{"namespace", "database", "engine"})
 	autopilotHolding = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "dbpilot_autopilot_holding",
 		Help: "1 while the auto-pilot of a Database cannot decide (no Prometheus, missing or stale metrics), with the reason; absent otherwise.",
@@ -51,7 +55,7 @@ var registerOnce sync.Once
 // which the manager serves; once per process, however many managers it runs.
 func RegisterMetrics() (err error) {
 	registerOnce.Do(func() {
-		for _, c := range []prometheus.Collector{reconcileDuration, reconcileErrors, failovers, autopilotDecisions, autopilotHolding, backupLastSuccess, databasePhases} {
+		for _, c := range []prometheus.Collector{reconcileDuration, reconcileErrors, failovers, autopilotDecisions, autopilotHolding, backupLastSuccess, backupLastFailure, databasePhases} {
 			if err = metrics.Registry.Register(c); err != nil {
 				return
 			}
@@ -78,12 +82,15 @@ func setAutopilotHolding(key types.NamespacedName, reason string) {
 	}
 }
 
-// setBackupLastSuccess keeps dbpilot_backup_last_success_timestamp_seconds
-// to the Database's newest completed backup; nil removes it.
-func setBackupLastSuccess(key types.NamespacedName, engine dbpilotv1alpha1.Engine, at *time.Time) {
-	backupLastSuccess.DeletePartialMatch(prometheus.Labels{"namespace": key.Namespace, "database": key.Name})
-	if at != nil {
-		backupLastSuccess.WithLabelValues(key.Namespace, key.Name, string(engine)).Set(float64(at.Unix()))
+// setBackupTimes keeps dbpilot_backup_last_success_timestamp_seconds and
+// dbpilot_backup_last_failure_timestamp_seconds to the Database's newest
+// completed and failed backups; nil removes a series.
+func setBackupTimes(key types.NamespacedName, engine dbpilotv1alpha1.Engine, success, failure *time.Time) {
+	for gauge, at := range map[*prometheus.GaugeVec]*time.Time{backupLastSuccess: success, backupLastFailure: failure} {
+		gauge.DeletePartialMatch(prometheus.Labels{"namespace": key.Namespace, "database": key.Name})
+		if at != nil {
+			gauge.WithLabelValues(key.Namespace, key.Name, string(engine)).Set(float64(at.Unix()))
+		}
 	}
 }
 

@@ -94,11 +94,16 @@ func (r *DatabaseReconciler) writeStatus(ctx context.Context, s *scope, reconcil
 	status := buildStatus(s.db, obs, metav1.NewTime(r.clock().Now()))
 	r.recordDegraded(s.db, status.Conditions)
 	databasePhases.record(client.ObjectKeyFromObject(s.db), s.db.Spec.Engine, status.Phase)
-	var lastBackup *time.Time
-	if status.Backup != nil && status.Backup.LastSuccessfulTime != nil {
-		lastBackup = &status.Backup.LastSuccessfulTime.Time
+	var lastSuccess, lastFailure *time.Time
+	if b := status.Backup; b != nil {
+		if b.LastSuccessfulTime != nil {
+			lastSuccess = &b.LastSuccessfulTime.Time
+		}
+		if b.LastFailed != nil && b.LastFailed.Time != nil {
+			lastFailure = &b.LastFailed.Time.Time
+		}
 	}
-	setBackupLastSuccess(client.ObjectKeyFromObject(s.db), s.db.Spec.Engine, lastBackup)
+	setBackupTimes(client.ObjectKeyFromObject(s.db), s.db.Spec.Engine, lastSuccess, lastFailure)
 	// Compare only what this reconciler owns: status.autopilot and the
 	// auto-pilot's conditions belong to the auto-pilot.
 	current := s.db.Status.DeepCopy()

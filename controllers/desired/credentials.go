@@ -58,6 +58,25 @@ func ReplicationSecret(db *dbpilotv1alpha1.Database, passwords InternalPasswords
 	})
 }
 
+// MetricsKeys are the keys of the metrics Secret.
+var MetricsKeys = []string{layout.KeyMetricsToken}
+
+// MetricsSecret holds the bearer token of the metrics endpoints of the
+// namespace's database pods. Created once like the others; the token is
+// rotated by editing it. It belongs to no Database, since all of the
+// namespace's share it: it outlives them, and holds no password.
+func MetricsSecret(namespace, token string) *corev1.Secret {
+	return &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      dbpilotv1alpha1.MetricsSecretName,
+			Namespace: namespace,
+			Labels:    map[string]string{dbpilotv1alpha1.LabelManagedBy: dbpilotv1alpha1.ManagedByValue},
+		},
+		Type: corev1.SecretTypeOpaque,
+		Data: map[string][]byte{layout.KeyMetricsToken: []byte(token)},
+	}
+}
+
 // generatedSecret is a Secret dbpilot generates for the Database.
 func generatedSecret(db *dbpilotv1alpha1.Database, name string, data map[string][]byte) *corev1.Secret {
 	return &corev1.Secret{

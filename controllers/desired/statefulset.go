@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"path"
+	"strconv"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -42,6 +43,7 @@ const (
 	credentialsVolumeName     = "credentials"
 	replicationVolumeName     = "replication"
 	designationVolumeName     = "designation"
+	metricsVolumeName         = "metrics"
 )
 
 // PostgresPGData is PGDATA: a subdirectory of the volume's mount, because
@@ -198,7 +200,8 @@ func databaseContainer(db *dbpilotv1alpha1.Database, images imagecatalog.Catalog
 		WithEnv(backupEnv(db)...).
 		WithPorts(
 			corev1ac.ContainerPort().WithName(portName).WithContainerPort(profile.Port).WithProtocol(corev1.ProtocolTCP),
-			corev1ac.ContainerPort().WithName(layout.ProbePortName).WithContainerPort(layout.ProbePort).WithProtocol(corev1.ProtocolTCP)).
+			corev1ac.ContainerPort().WithName(layout.ProbePortName).WithContainerPort(layout.ProbePort).WithProtocol(corev1.ProtocolTCP),
+			corev1ac.ContainerPort().WithName(layout.MetricsPortName).WithContainerPort(layout.MetricsPort).WithProtocol(corev1.ProtocolTCP)).
 		WithResources(corev1ac.ResourceRequirements().WithRequests(resources).WithLimits(resources)).
 		WithSecurityContext(restrictedContainer()).
 		// The instance program answers the probes: alive while it runs (it
@@ -217,6 +220,7 @@ func databaseContainer(db *dbpilotv1alpha1.Database, images imagecatalog.Catalog
 			corev1ac.VolumeMount().WithName(credentialsVolumeName).WithMountPath(layout.CredentialsDir).WithReadOnly(true),
 			corev1ac.VolumeMount().WithName(replicationVolumeName).WithMountPath(layout.ReplicationDir).WithReadOnly(true),
 			corev1ac.VolumeMount().WithName(designationVolumeName).WithMountPath(layout.DesignationDir).WithReadOnly(true),
+			corev1ac.VolumeMount().WithName(metricsVolumeName).WithMountPath(layout.MetricsDir).WithReadOnly(true),
 		).
 		WithVolumeMounts(backupMounts...)
 	return container
@@ -239,6 +243,7 @@ func instanceArgs(db *dbpilotv1alpha1.Database) []string {
 			"--replication-password-file=" + path.Join(layout.ReplicationDir, layout.KeyReplicationPassword),
 			"--monitoring-password-file=" + path.Join(layout.ReplicationDir, layout.KeyMonitoringPassword),
 			"--designation-dir=" + layout.DesignationDir,
+			metricsAddressArg, metricsTokenArg,
 		}
 	}
 	// MariaDB replicas clone the primary from a backup its instance
@@ -251,12 +256,20 @@ func instanceArgs(db *dbpilotv1alpha1.Database) []string {
 		"--replication-password-file=" + path.Join(layout.ReplicationDir, layout.KeyReplicationPassword),
 		"--monitoring-password-file=" + path.Join(layout.ReplicationDir, layout.KeyMonitoringPassword),
 		"--designation-dir=" + layout.DesignationDir,
+		metricsAddressArg, metricsTokenArg,
 	}
 	if db.SynchronousReplicas() > 0 {
 		args = append(args, "--semi-sync")
 	}
 	return args
 }
+
+// The engine metrics are served on their own port to the metrics Secret's
+// token.
+var (
+	metricsAddressArg = "--metrics-address=:" + strconv.Itoa(layout.MetricsPort)
+	metricsTokenArg   = "--metrics-token-file=" + path.Join(layout.MetricsDir, layout.KeyMetricsToken)
+)
 
 // runDir is where the engine keeps its socket and pid file; an emptyDir,
 // since the root filesystem is read-only.
@@ -290,6 +303,9 @@ func podVolumes(db *dbpilotv1alpha1.Database) []*corev1ac.VolumeApplyConfigurati
 			WithDefaultMode(0o440)),
 		corev1ac.Volume().WithName(replicationVolumeName).WithSecret(corev1ac.SecretVolumeSource().
 			WithSecretName(db.ReplicationSecretName()).
+			WithDefaultMode(0o440)),
+		corev1ac.Volume().WithName(metricsVolumeName).WithSecret(corev1ac.SecretVolumeSource().
+			WithSecretName(dbpilotv1alpha1.MetricsSecretName).
 			WithDefaultMode(0o440)),
 		// Which instance is the primary: read when the instance starts,
 		// and by a running primary, which steps down when it names another.
