@@ -32,6 +32,11 @@ const (
 	PostgresDeletes        = "pg_stat_database_tup_deleted"
 	PostgresLag            = "pg_replication_lag_seconds"
 
+	// PostgresAppDatabases selects the databases of pg_stat_database that
+	// hold the application's data: not postgres, where the instance
+	// program's own status and metrics queries run, nor the templates.
+	PostgresAppDatabases = `datname!~"postgres|template0|template1"`
+
 	MySQLConnections    = "mysql_global_status_threads_connected"
 	MySQLMaxConnections = "mysql_global_variables_max_connections"
 	MySQLCommands       = "mysql_global_status_commands_total"
@@ -65,8 +70,8 @@ func queries(window time.Duration) []query {
 		{name: "memory", promQL: `sum by (namespace, pod) (` + MemoryBytes + `{container="` + DatabaseContainer + `"})`},
 		{name: "connections", promQL: `sum by (namespace, pod) (` + PostgresConnections + `) or sum by (namespace, pod) (` + MySQLConnections + `)`},
 		{name: "maxConnections", promQL: `max by (namespace, pod) (` + PostgresMaxConnections + `) or max by (namespace, pod) (` + MySQLMaxConnections + `)`},
-		{name: "reads", promQL: `sum by (namespace, pod) (rate(` + PostgresReads + `[` + rateWindow + `])) or sum by (namespace, pod) (rate(` + MySQLCommands + `{command="select"}[` + rateWindow + `]))`},
-		{name: "writes", promQL: `sum by (namespace, pod) (rate(` + PostgresInserts + `[` + rateWindow + `]) + rate(` + PostgresUpdates + `[` + rateWindow + `]) + rate(` + PostgresDeletes + `[` + rateWindow + `])) or sum by (namespace, pod) (rate(` + MySQLCommands + `{command=~"` + MySQLWriteCommands + `"}[` + rateWindow + `]))`},
+		{name: "reads", promQL: `sum by (namespace, pod) (rate(` + PostgresReads + `{` + PostgresAppDatabases + `}[` + rateWindow + `])) or sum by (namespace, pod) (rate(` + MySQLCommands + `{command="select"}[` + rateWindow + `]))`},
+		{name: "writes", promQL: `sum by (namespace, pod) (rate(` + PostgresInserts + `{` + PostgresAppDatabases + `}[` + rateWindow + `]) + rate(` + PostgresUpdates + `{` + PostgresAppDatabases + `}[` + rateWindow + `]) + rate(` + PostgresDeletes + `{` + PostgresAppDatabases + `}[` + rateWindow + `])) or sum by (namespace, pod) (rate(` + MySQLCommands + `{command=~"` + MySQLWriteCommands + `"}[` + rateWindow + `]))`},
 		{name: "lag", promQL: `max by (namespace, pod) (` + PostgresLag + `) or max by (namespace, pod) (` + MySQLLag + `)`},
 		{name: "volume", promQL: `max by (namespace, persistentvolumeclaim) (` + VolumeUsed + ` / ` + VolumeCapacity + `)`, byClaim: true},
 	}

@@ -223,6 +223,14 @@ func (c *Cluster) PIDs() []int {
 // HasRealNode reports whether the cluster runs a real node.
 func (c *Cluster) HasRealNode() bool { return c.node != nil }
 
+// AdminCertificate is the administrator's client certificate and key, and
+// the cluster's CA, as files: the kubelet of the real node accepts the
+// certificate (a scraper of its /metrics/cadvisor uses it).
+func (c *Cluster) AdminCertificate() (certFile, keyFile, caFile string) {
+	certs := pki{dir: filepath.Join(c.Dir, "pki")}
+	return certs.adminCert(), certs.adminKey(), certs.caCert()
+}
+
 func (c *Cluster) allProcesses() []*process {
 	all := append([]*process{}, c.processes...)
 	if c.node != nil {

@@ -189,6 +189,10 @@ func (c *Cluster) startRealNode(ctx context.Context, certs pki, apiPort int) err
 		"--hostname-override="+RealNodeName,
 		"--node-ip="+BridgeIP,
 		"--node-labels=topology.kubernetes.io/zone=zone-a",
+		// cAdvisor finds the containers' pod, namespace and container
+		// names through containerd's API, at its default socket unless
+		// told (this flag has no configuration-file field).
+		"--containerd="+n.containerdSocket(),
 	)
 	if err != nil {
 		return err

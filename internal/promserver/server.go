@@ -44,6 +44,9 @@ type Config struct {
 	// ScrapeTargets are host:port targets scraped every ScrapeInterval.
 	ScrapeTargets  []string
 	ScrapeInterval time.Duration
+	// ScrapeConfigs are more entries of scrape_configs, as YAML (a list,
+	// indented as at the top level).
+	ScrapeConfigs string
 }
 
 // Start loads the history (if any) and starts Prometheus, waiting until it is
@@ -81,6 +84,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if len(cfg.ScrapeTargets) > 0 {
 		config += fmt.Sprintf("- job_name: targets\n  static_configs:\n  - targets: ['%s']\n", strings.Join(cfg.ScrapeTargets, "', '"))
 	}
+	config += cfg.ScrapeConfigs
 	configPath := filepath.Join(dir, "prometheus.yml")
 	if err := os.WriteFile(configPath, []byte(config), 0o644); err != nil {
 		return fail(err)
@@ -118,7 +122,8 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		}
 		select {
 		case <-s.exited:
-			return fail(fmt.Errorf("prometheus exited; see %s", filepath.Join(dir, "prometheus.log")))
+			out, _ := os.ReadFile(filepath.Join(dir, "prometheus.log"))
+			return fail(fmt.Errorf("prometheus exited:\n%s", out))
 		default:
 		}
 		if time.Now().After(deadline) {

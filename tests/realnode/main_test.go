@@ -28,13 +28,16 @@ import (
 )
 
 // inProcessNamespaces are watched by the operator this test process runs.
-const inProcessNamespaces = "real-postgres,real-mariadb,real-replicas-postgres,real-replicas-mariadb,real-failover-postgres,real-failover-mariadb,real-sync-postgres,real-sync-mariadb,real-rollout-postgres,real-rollout-mariadb,real-faults-postgres,real-faults-mariadb,real-backup-postgres,real-backup-mariadb,real-backup-claim"
+const inProcessNamespaces = "real-postgres,real-mariadb,real-replicas-postgres,real-replicas-mariadb,real-failover-postgres,real-failover-mariadb,real-sync-postgres,real-sync-mariadb,real-rollout-postgres,real-rollout-mariadb,real-faults-postgres,real-faults-mariadb,real-backup-postgres,real-backup-mariadb,real-backup-claim,real-metrics"
 
 var (
 	cluster   *localcluster.Cluster
 	k8sClient client.Client
 	clientset kubernetes.Interface
 	images    imagecatalog.Catalog
+	// operatorMetricsAddress is where the in-process operator serves its
+	// metrics.
+	operatorMetricsAddress string
 )
 
 func TestMain(m *testing.M) {
@@ -121,7 +124,14 @@ func startOperator(scheme any) (func(), error) {
 	// test's Databases must be reconciled by the operator OLM installs.
 	opts.WatchNamespaces = inProcessNamespaces
 	opts.LeaderElection = false
-	opts.MetricsBindAddress = "0"
+	// Its metrics are served as the binary serves them (HTTPS, to
+	// authorized tokens), on the host for the Prometheus of the tests.
+	port, err := localcluster.FreePort()
+	if err != nil {
+		return nil, err
+	}
+	operatorMetricsAddress = fmt.Sprintf("127.0.0.1:%d", port)
+	opts.MetricsBindAddress = operatorMetricsAddress
 	opts.HealthProbeBindAddress = "0"
 	mgrOptions, err := opts.ManagerOptions()
 	if err != nil {
