@@ -109,7 +109,7 @@ func (r *AutopilotRunner) record(ctx context.Context, db *dbpilotv1alpha1.Databa
 			status.LastDecision = &dbpilotv1alpha1.AutopilotDecision{
 				Time: metav1.NewTime(in.Now), Action: string(d.Action), Reason: d.Reason, Message: d.Message, Signals: signalStrings(d.Signals),
 			}
-			autopilotDecisions.WithLabelValues(string(d.Action), d.Reason).Inc()
+			autopilotDecisions.WithLabelValues(db.Namespace, db.Name, string(d.Action), d.Reason).Inc()
 			if d.Changed(in.Current) {
 				verb := "Recommends"
 				if mode == dbpilotv1alpha1.AutopilotAuto {

@@ -122,9 +122,7 @@ func (r *DatabaseReconciler) Reconcile(ctx context.Context, req ctrl.Request) (r
 	if err := r.Client.Get(ctx, req.NamespacedName, db); err != nil {
 		if apierrors.IsNotFound(err) {
 			r.failures.forget(req.NamespacedName)
-			databasePhases.forget(req.NamespacedName)
-			setAutopilotHolding(req.NamespacedName, "")
-			setBackupTimes(req.NamespacedName, "", nil, nil)
+			forgetDatabaseMetrics(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}

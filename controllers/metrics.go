@@ -26,8 +26,8 @@ var (
 	}, []string{"controller"})
 	autopilotDecisions = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "dbpilot_autopilot_decisions_total",
-		Help: "New recommendations of the auto-pilot, by action and reason.",
-	}, []string{"action", "reason"})
+		Help: "New recommendations of the auto-pilot, by Database, action and reason.",
+	}, []string{"namespace", "database", "action", "reason"})
 	failovers = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "dbpilot_failovers_total",
 		Help: "Failovers dbpilot decided: a replica designated to replace a lost primary, by namespace, database and engine.",
@@ -60,6 +60,8 @@ func RegisterMetrics() (err error) {
 				return
 			}
 		}
+		// A counter that exists from the start has a rate of 0, not none.
+		reconcileErrors.WithLabelValues(controllerName)
 	})
 	return err
 }
@@ -71,6 +73,14 @@ func observeReconcile(started time.Time, result string, err error) {
 		reconcileErrors.WithLabelValues(controllerName).Inc()
 	}
 	reconcileDuration.WithLabelValues(controllerName, result).Observe(time.Since(started).Seconds())
+}
+
+// forgetDatabaseMetrics drops every series of a Database that is gone.
+func forgetDatabaseMetrics(key types.NamespacedName) {
+	databasePhases.forget(key)
+	setAutopilotHolding(key, "")
+	setBackupTimes(key, "", nil, nil)
+	autopilotDecisions.DeletePartialMatch(prometheus.Labels{"namespace": key.Namespace, "database": key.Name})
 }
 
 // setAutopilotHolding keeps dbpilot_autopilot_holding to the one reason the

@@ -78,7 +78,7 @@ func TestAutopilotScalesWithinBounds(t *testing.T) {
 		g.Expect(*db.Status.Autopilot.Recommendation.Replicas).To(Equal(int32(3)))
 		g.Expect(db.Status.Autopilot.LastDecision.Reason).To(Equal(autopilot.ReasonReadPressure))
 	}, convergeTimeout, pollInterval).Should(Succeed())
-	g.Expect(gathered(g, "dbpilot_autopilot_decisions_total", map[string]string{"action": string(autopilot.ActionScaleUp), "reason": autopilot.ReasonReadPressure})).
+	g.Expect(gathered(g, "dbpilot_autopilot_decisions_total", map[string]string{"namespace": ns, "database": "shop", "action": string(autopilot.ActionScaleUp), "reason": autopilot.ReasonReadPressure})).
 		To(BeNumerically(">=", 1), "the decision is counted")
 	g.Expect(gathered(g, "dbpilot_autopilot_holding", map[string]string{"namespace": ns, "database": "shop"})).To(BeZero(), "not holding")
 	g.Consistently(func(g Gomega) {
