@@ -145,6 +145,10 @@ bench-autopilot: ## Replay the trace suite through the auto-pilot and the HPA ba
 bench-failover: controlplane ## On the real node: kill the primary's pod under a writer (asynchronous and synchronous replication) and switch over; print write-unavailable seconds and rows lost.
 	$(GO) test -count=1 -p 1 -timeout 30m -run 'TestFailoverKeepsTheDatabaseWritable|TestSynchronousFailoverLosesNothing' -v ./tests/realnode/ | grep -E '^ +failover_test.go:[0-9]+: (failover|switchover) '
 
+.PHONY: bench-autopilot-real
+bench-autopilot-real: controlplane ## On the real node, under pgbench load: seconds from load start to the auto-pilot's decision and to the new capacity ready (reads: a replica; writes: a tier), next to what the HPA would do on the same CPU series.
+	$(GO) test -count=1 -p 1 -timeout 30m -run 'TestAutopilotOnRealLoad' -v ./tests/realnode/ | grep -E '^ +autopilot_test.go:[0-9]+: (autopilot|hpa) '
+
 .PHONY: bench-backup
 bench-backup: controlplane ## Print backup and restore throughput (MB/s) into and out of a real S3 server, and the time from a commit to its WAL or binary log in the store, for PostgreSQL and MariaDB.
 	$(GO) test -count=1 -run '^$$' -bench 'BenchmarkPostgresBackup|BenchmarkMariaDBBackup' -benchtime 1x -timeout 30m ./tests/instance/ | grep -E '^backup '

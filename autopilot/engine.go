@@ -37,9 +37,10 @@ const (
 	// rebalanceLoadShare: a tier-down that adds replicas waits until the
 	// load is at least this share of the window's peak.
 	rebalanceLoadShare = 0.8
-	// flapWindow is how long after a change in one direction a change in the
-	// other direction counts as a flap; scale-downs wait it out.
-	flapWindow = 10 * time.Minute
+	// DefaultFlapWindow is how long after a change in one direction a
+	// change in the other direction counts as a flap, unless the policy
+	// says; scale-downs wait it out.
+	DefaultFlapWindow = 10 * time.Minute
 )
 
 // Decide returns the auto-pilot's decision for one Database. It is a pure
@@ -212,9 +213,10 @@ func stepPolicy(p Policy, cur Size, t dbpilotv1alpha1.Tier) Policy {
 // headroom, and the window's data is complete.
 func decideDown(d Decision, in Input, cur Size, load Load) Decision {
 	p := in.Policy
+	flapWindow := p.flapWindow()
 	if in.Last.Direction > 0 && in.Now.Sub(in.Last.DirectionTime) < flapWindow {
 		d.NextEligible = in.Last.DirectionTime.Add(flapWindow)
-		return hold(d, ReasonWithinTargets, "Within targets; no scale-down within 10 minutes of a scale-up")
+		return hold(d, ReasonWithinTargets, fmt.Sprintf("Within targets; no scale-down within %s of a scale-up", flapWindow))
 	}
 	window := p.ScaleDownStabilization
 	if in.Last.DirectionTime.IsZero() {

@@ -47,6 +47,10 @@ type Policy struct {
 	ScaleUpStabilization                      time.Duration
 	ScaleDownStabilization                    time.Duration
 	TierCooldown                              time.Duration
+	// FlapWindow is how long a scale-down waits after a scale-up (and a
+	// first scale-down after the auto-pilot starts), and how far ahead the
+	// load's trend must fit a smaller size; DefaultFlapWindow when zero.
+	FlapWindow time.Duration
 	// SettleTime is how long after a change the metrics still mix the old
 	// size with the new (the rate window plus a scrape); no decision is made
 	// on them.
@@ -57,6 +61,13 @@ type Policy struct {
 	StorageMaxBytes               float64
 	// StorageExpandable is whether the volumes' StorageClass allows expansion.
 	StorageExpandable bool
+}
+
+func (p Policy) flapWindow() time.Duration {
+	if p.FlapWindow <= 0 {
+		return DefaultFlapWindow
+	}
+	return p.FlapWindow
 }
 
 // Current is the Database's size now and whether it may be changed.

@@ -50,6 +50,9 @@ type AutopilotRunner struct {
 	// SettleTime is how long after a change the metrics still mix the old
 	// size with the new: the source's rate window and a scrape.
 	SettleTime time.Duration
+	// FlapWindow is how long a scale-down waits after a scale-up; the
+	// engine's default when zero.
+	FlapWindow time.Duration
 	Clock      clock.WithTicker
 
 	mu      sync.Mutex
@@ -237,19 +240,17 @@ func (r *AutopilotRunner) lastOf(db *dbpilotv1alpha1.Database, now time.Time) au
 	return last
 }
 
-// noteChange remembers a change of size the auto-pilot just recommended.
-func (r *AutopilotRunner) noteChange(db *dbpilotv1alpha1.Database, in autopilot.Input, d autopilot.Decision) {
+// noteChange remembers a change of size the auto-pilot just applied.
+func (r *AutopilotRunner) noteChange(db *dbpilotv1alpha1.Database, before, after autopilot.Size, now time.Time) {
 	key := client.ObjectKeyFromObject(db)
 	last := r.last[key]
-	before := autopilot.Size{Replicas: in.Current.Replicas, Tier: in.Current.Tier}
-	after := autopilot.Size{Replicas: d.Replicas, Tier: d.Tier}
 	if after.Tier != before.Tier {
-		last.Tier = in.Now
+		last.Tier = now
 	}
 	last.Direction = 1
 	if after.Cost() < before.Cost() {
 		last.Direction = -1
 	}
-	last.DirectionTime = in.Now
+	last.DirectionTime = now
 	r.last[key] = last
 }

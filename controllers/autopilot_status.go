@@ -33,6 +33,7 @@ func (r *AutopilotRunner) policyOf(ctx context.Context, db *dbpilotv1alpha1.Data
 		ScaleDownStabilization: seconds(spec.ScaleDownStabilizationSeconds, 600),
 		TierCooldown:           seconds(spec.TierCooldownSeconds, 900),
 		SettleTime:             r.SettleTime,
+		FlapWindow:             r.FlapWindow,
 	}
 	if spec.Replicas != nil {
 		p.MinReplicas, p.MaxReplicas = spec.Replicas.Min, spec.Replicas.Max
@@ -85,9 +86,14 @@ func (r *AutopilotRunner) expandable(ctx context.Context, db *dbpilotv1alpha1.Da
 func (r *AutopilotRunner) record(ctx context.Context, db *dbpilotv1alpha1.Database, in autopilot.Input, d autopilot.Decision, sourceErr error) error {
 	mode := db.Spec.Autopilot.Mode
 	status := &dbpilotv1alpha1.AutopilotStatus{Mode: mode}
+	previousMode := dbpilotv1alpha1.AutopilotOff
 	if previous := db.Status.Autopilot; previous != nil {
 		status.LastDecision = previous.LastDecision
 		status.Recommendation = previous.Recommendation
+		previousMode = previous.Mode
+	}
+	if mode == dbpilotv1alpha1.AutopilotAuto && previousMode != dbpilotv1alpha1.AutopilotAuto {
+		r.applyStanding(db, status, in.Now)
 	}
 	conditions := autopilotConditions(db, d, sourceErr)
 	holding := ""
@@ -114,7 +120,7 @@ func (r *AutopilotRunner) record(ctx context.Context, db *dbpilotv1alpha1.Databa
 				verb := "Recommends"
 				if mode == dbpilotv1alpha1.AutopilotAuto {
 					verb = "Applies"
-					r.noteChange(db, in, d)
+					r.noteChange(db, autopilot.Size{Replicas: in.Current.Replicas, Tier: in.Current.Tier}, autopilot.Size{Replicas: d.Replicas, Tier: d.Tier}, in.Now)
 				}
 				r.Recorder.Eventf(db, nil, corev1.EventTypeNormal, dbpilotv1alpha1.EventReasonAutopilot, string(d.Action), "%s %s: %s", verb, d.Action, d.Message)
 			}
@@ -132,6 +138,26 @@ func (r *AutopilotRunner) record(ctx context.Context, db *dbpilotv1alpha1.Databa
 		r.Recorder.Eventf(db, nil, corev1.EventTypeWarning, dbpilotv1alpha1.EventReasonAnomaly, "Detect", "%s", strings.Join(d.Anomalies, "; "))
 	}
 	return r.apply(ctx, db, status, conditions)
+}
+
+// applyStanding records that turning Auto on applies the recommendation
+// made in Recommend mode, when it differs from the spec: a change of size
+// like any other, with its Event, and the start of its flap window.
+func (r *AutopilotRunner) applyStanding(db *dbpilotv1alpha1.Database, status *dbpilotv1alpha1.AutopilotStatus, now time.Time) {
+	if status.Recommendation == nil || status.LastDecision == nil {
+		return
+	}
+	applied := db.DeepCopy()
+	applied.Status.Autopilot = status
+	before := autopilot.Size{Replicas: db.SpecReplicas(), Tier: db.SpecTier()}
+	after := autopilot.Size{Replicas: applied.EffectiveReplicas(), Tier: applied.EffectiveTier()}
+	if after == before {
+		return
+	}
+	r.noteChange(db, before, after, now)
+	r.Recorder.Eventf(db, nil, corev1.EventTypeNormal, dbpilotv1alpha1.EventReasonAutopilot, status.LastDecision.Action,
+		"Applies %s, recommended at %s, now that the auto-pilot is in Auto mode: %s", status.LastDecision.Action,
+		status.LastDecision.Time.UTC().Format(time.RFC3339), status.LastDecision.Message)
 }
 
 // autopilotConditions are AutopilotReady (fresh, complete metrics) and

@@ -16,6 +16,7 @@ func (o *Options) AutopilotRunner(mgr ctrl.Manager) (*controllers.AutopilotRunne
 		Recorder:   mgr.GetEventRecorder(controllers.AutopilotFieldOwner),
 		Interval:   o.AutopilotInterval,
 		SettleTime: o.AutopilotSettleTime,
+		FlapWindow: o.AutopilotFlapWindow,
 	}
 	if o.PrometheusURL != "" {
 		source, err := promsource.New(promsource.Options{

@@ -22,6 +22,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
+	"github.com/dbpilot/dbpilot/autopilot"
 )
 
 // WatchNamespaceEnv is the environment variable OLM fills from the
@@ -62,6 +63,7 @@ type Options struct {
 	PrometheusRateWindow      time.Duration
 	AutopilotInterval         time.Duration
 	AutopilotSettleTime       time.Duration
+	AutopilotFlapWindow       time.Duration
 }
 
 // Default returns the options a manager runs with when no flag is given.
@@ -83,6 +85,7 @@ func Default() *Options {
 		PrometheusRateWindow:      2 * time.Minute,
 		AutopilotInterval:         15 * time.Second,
 		AutopilotSettleTime:       150 * time.Second,
+		AutopilotFlapWindow:       autopilot.DefaultFlapWindow,
 	}
 }
 
@@ -102,6 +105,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.PrometheusTimeout, "prometheus-timeout", o.PrometheusTimeout, "Timeout of each Prometheus query.")
 	fs.DurationVar(&o.PrometheusRateWindow, "prometheus-rate-window", o.PrometheusRateWindow, "Window of the rates the auto-pilot queries; at least two scrape intervals.")
 	fs.DurationVar(&o.AutopilotInterval, "autopilot-interval", o.AutopilotInterval, "Time between two auto-pilot evaluations of every Database.")
+	fs.DurationVar(&o.AutopilotFlapWindow, "autopilot-flap-window", o.AutopilotFlapWindow, "How long after a scale-up the auto-pilot waits before any scale-down (and before its first one), and how far ahead the load's trend must fit a smaller size.")
 	fs.DurationVar(&o.AutopilotSettleTime, "autopilot-settle-time", o.AutopilotSettleTime, "How long after a change the auto-pilot waits for the metrics to reflect it (Prometheus' rate window plus a scrape).")
 }
 

@@ -93,6 +93,8 @@ func TestAutopilotScalesWithinBounds(t *testing.T) {
 		g.Expect(db.Status.ReadyReplicas).To(Equal(int32(3)))
 		g.Expect(*db.Spec.Replicas).To(Equal(int32(2)), "the auto-pilot never edits the spec")
 	}, convergeTimeout, pollInterval).Should(Succeed())
+	g.Eventually(func(g Gomega) []string { return eventNotes(g, db) }, convergeTimeout, pollInterval).
+		Should(ContainElement(ContainSubstring("now that the auto-pilot is in Auto mode")), "applying the standing recommendation is an Event")
 
 	// Write pressure on the primary: a bigger tier, not more replicas (the
 	// bound is 3 anyway), and fewer of them; the pods it no longer needs

@@ -28,7 +28,7 @@ import (
 )
 
 // inProcessNamespaces are watched by the operator this test process runs.
-const inProcessNamespaces = "real-postgres,real-mariadb,real-replicas-postgres,real-replicas-mariadb,real-failover-postgres,real-failover-mariadb,real-sync-postgres,real-sync-mariadb,real-rollout-postgres,real-rollout-mariadb,real-faults-postgres,real-faults-mariadb,real-backup-postgres,real-backup-mariadb,real-backup-claim,real-metrics"
+const inProcessNamespaces = "real-postgres,real-mariadb,real-replicas-postgres,real-replicas-mariadb,real-failover-postgres,real-failover-mariadb,real-sync-postgres,real-sync-mariadb,real-rollout-postgres,real-rollout-mariadb,real-faults-postgres,real-faults-mariadb,real-backup-postgres,real-backup-mariadb,real-backup-claim,real-metrics,real-autopilot"
 
 var (
 	cluster   *localcluster.Cluster
@@ -154,6 +154,18 @@ func startOperator(scheme any) (func(), error) {
 		Client:   mgr.GetClient(),
 		Recorder: mgr.GetEventRecorder(controllers.BackupFieldOwner),
 	}).SetupWithManager(mgr); err != nil {
+		return nil, err
+	}
+	// The auto-pilot reads the Prometheus a test points it at, with short
+	// windows so real load moves it within minutes.
+	if err := mgr.Add(&controllers.AutopilotRunner{
+		Client:     mgr.GetClient(),
+		Recorder:   mgr.GetEventRecorder(controllers.AutopilotFieldOwner),
+		Source:     &autopilotSource,
+		Interval:   autopilotInterval,
+		SettleTime: autopilotSettleTime,
+		FlapWindow: autopilotFlapWindow,
+	}); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -2,6 +2,7 @@ package realnode_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -230,16 +231,19 @@ func TestPrometheusReadsTheDatabases(t *testing.T) {
 	}
 	server := startPrometheus(t, g, ns)
 
-	source, err := promsource.New(promsource.Options{URL: server.URL, RateWindow: 30 * time.Second})
+	source, err := promsource.New(promsource.Options{URL: server.URL, RateWindow: autopilotRateWindow})
 	g.Expect(err).NotTo(HaveOccurred())
 	tables := map[*dbpilotv1alpha1.Database]replicationSQL{orders: replicationEngines[0], carts: replicationEngines[1]}
 	sessions := map[*dbpilotv1alpha1.Database]sqlSession{}
 	for db, tc := range tables {
 		// The Service's rules may trail the Database's Available.
 		var session sqlSession
-		g.Eventually(func() (err error) {
-			session, err = connectApp(ctx, db)
-			return err
+		g.Eventually(func() error {
+			var err error
+			if session, err = connectApp(ctx, db); err != nil {
+				return errors.New(err.Error()) // its text holds no password
+			}
+			return nil
 		}, time.Minute, time.Second).Should(Succeed())
 		t.Cleanup(session.close)
 		g.Expect(session.exec(ctx, tc.create)).To(Succeed())
