@@ -11,10 +11,10 @@ import (
 )
 
 // The series the auto-pilot reads, in one place. The kubelet's cAdvisor and
-// volume stats, postgres_exporter and mysqld_exporter name them; the exporter
-// sidecars that produce the engine series run beside each database container,
-// and Prometheus' Kubernetes service discovery adds the namespace and pod
-// labels.
+// volume stats name the first; the engine series are served by the instance
+// program in every database pod under postgres_exporter's and
+// mysqld_exporter's names, and the scrape configuration (config/prometheus)
+// adds the namespace and pod labels.
 const (
 	// DatabaseContainer is the container the CPU and memory series are for.
 	DatabaseContainer = "database"

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	promapi "github.com/prometheus/client_golang/api"
 	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -133,11 +132,9 @@ func autopilotEvent(g Gomega, db *dbpilotv1alpha1.Database, verb string) string 
 // replica bounds: when it would first have scaled up, and to how many
 // pods.
 func hpaWould(g Gomega, server *promserver.Server, db *dbpilotv1alpha1.Database, from, to time.Time, replicas int32) string {
-	c, err := promapi.NewClient(promapi.Config{Address: server.URL})
-	g.Expect(err).NotTo(HaveOccurred())
 	expr := fmt.Sprintf(`avg(rate(%s{namespace=%q, pod=~"%s-[0-9]+", container=%q}[%s])) / 0.5`,
 		promsource.CPUSeconds, db.Namespace, db.Name, promsource.DatabaseContainer, model.Duration(autopilotRateWindow))
-	value, _, err := promv1.NewAPI(c).QueryRange(context.Background(), expr, promv1.Range{Start: from, End: to, Step: 15 * time.Second})
+	value, _, err := prometheusAPI(g, server).QueryRange(context.Background(), expr, promv1.Range{Start: from, End: to, Step: 15 * time.Second})
 	g.Expect(err).NotTo(HaveOccurred())
 	matrix, _ := value.(model.Matrix)
 	if len(matrix) == 0 {
@@ -165,9 +162,7 @@ func checkDashboards(t *testing.T, g Gomega, server *promserver.Server, from tim
 	g.Expect(err).NotTo(HaveOccurred())
 	queries, err := dashboards.Load(filepath.Join(root, "config", "grafana"))
 	g.Expect(err).NotTo(HaveOccurred())
-	c, err := promapi.NewClient(promapi.Config{Address: server.URL})
-	g.Expect(err).NotTo(HaveOccurred())
-	api := promv1.NewAPI(c)
+	api := prometheusAPI(g, server)
 	for _, q := range queries {
 		samples := 0
 		for _, db := range dbs {

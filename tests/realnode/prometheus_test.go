@@ -162,13 +162,18 @@ func lastLines(s string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// query runs an instant query against the server.
-func query(g Gomega, server *promserver.Server, promQL string) model.Vector {
+// prometheusAPI is a client of the server's HTTP API.
+func prometheusAPI(g Gomega, server *promserver.Server) promv1.API {
 	c, err := promapi.NewClient(promapi.Config{Address: server.URL})
 	g.Expect(err).NotTo(HaveOccurred())
+	return promv1.NewAPI(c)
+}
+
+// query runs an instant query against the server.
+func query(g Gomega, server *promserver.Server, promQL string) model.Vector {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	value, _, err := promv1.NewAPI(c).Query(ctx, promQL, time.Now())
+	value, _, err := prometheusAPI(g, server).Query(ctx, promQL, time.Now())
 	g.Expect(err).NotTo(HaveOccurred(), "query %s", promQL)
 	vector, ok := value.(model.Vector)
 	g.Expect(ok).To(BeTrue(), "query %s returned a %s", promQL, value.Type())
