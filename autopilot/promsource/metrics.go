@@ -1,7 +1,8 @@
 // Package promsource reads the auto-pilot's signals from Prometheus with a
 // fixed set of batch queries per cycle, whatever the number of Databases:
-// each query aggregates by (namespace, pod) over every database pod, and the
-// caller maps pods back to Databases by the operator's own pod labels.
+// each query aggregates by (namespace, pod) over dbpilot's database pods
+// only, and the caller maps pods back to Databases by the operator's own pod
+// labels.
 package promsource
 
 import (
@@ -10,19 +11,28 @@ import (
 	"github.com/prometheus/common/model"
 )
 
-// The series the auto-pilot reads, in one place. The kubelet's cAdvisor and
-// volume stats name the first; the engine series are served by the instance
-// program in every database pod under postgres_exporter's and
-// mysqld_exporter's names, and the scrape configuration (config/prometheus)
-// adds the namespace and pod labels.
+// The series the auto-pilot reads, in one place. The kubelet's cAdvisor
+// names the first two; the rest are served by the instance program in every
+// database pod, the engine's under postgres_exporter's and mysqld_exporter's
+// names, and the scrape configuration (config/prometheus) adds the namespace
+// and pod labels.
 const (
 	// DatabaseContainer is the container the CPU and memory series are for.
 	DatabaseContainer = "database"
 
-	CPUSeconds     = "container_cpu_usage_seconds_total"
-	MemoryBytes    = "container_memory_working_set_bytes"
-	VolumeUsed     = "kubelet_volume_stats_used_bytes"
-	VolumeCapacity = "kubelet_volume_stats_capacity_bytes"
+	CPUSeconds  = "container_cpu_usage_seconds_total"
+	MemoryBytes = "container_memory_working_set_bytes"
+
+	// InstanceUp is a series only the instance program serves, one per
+	// pod: every query keeps only the pods that have it, so another
+	// PostgreSQL or MySQL in the cluster, or another workload's container
+	// named "database", never counts.
+	InstanceUp = "dbpilot_instance_is_primary"
+	// The data volume as the instance program sees it: the kubelet's volume
+	// stats exist only for volume plugins that report them, which local
+	// volumes do not.
+	VolumeUsed     = "dbpilot_instance_data_volume_used_bytes"
+	VolumeCapacity = "dbpilot_instance_data_volume_capacity_bytes"
 
 	PostgresConnections    = "pg_stat_database_numbackends"
 	PostgresMaxConnections = "pg_settings_max_connections"
@@ -55,9 +65,6 @@ const DefaultRateWindow = 2 * time.Minute
 type query struct {
 	name   string
 	promQL string
-	// byClaim is set for the volume query, whose series are per
-	// PersistentVolumeClaim rather than per pod.
-	byClaim bool
 }
 
 // queries are the batch queries of one cycle: eight, whatever the number of
@@ -65,14 +72,22 @@ type query struct {
 // so a pod that stopped being scraped drops out and the sample is partial.
 func queries(window time.Duration) []query {
 	rateWindow := model.Duration(window).String()
+	rate := func(series string) string { return `rate(` + series + `[` + rateWindow + `])` }
+	appDatabases := func(name string) string { return name + `{` + PostgresAppDatabases + `}` }
 	return []query{
-		{name: "cpu", promQL: `sum by (namespace, pod) (rate(` + CPUSeconds + `{container="` + DatabaseContainer + `"}[` + rateWindow + `]))`},
-		{name: "memory", promQL: `sum by (namespace, pod) (` + MemoryBytes + `{container="` + DatabaseContainer + `"})`},
-		{name: "connections", promQL: `sum by (namespace, pod) (` + PostgresConnections + `) or sum by (namespace, pod) (` + MySQLConnections + `)`},
-		{name: "maxConnections", promQL: `max by (namespace, pod) (` + PostgresMaxConnections + `) or max by (namespace, pod) (` + MySQLMaxConnections + `)`},
-		{name: "reads", promQL: `sum by (namespace, pod) (rate(` + PostgresReads + `{` + PostgresAppDatabases + `}[` + rateWindow + `])) or sum by (namespace, pod) (rate(` + MySQLCommands + `{command="select"}[` + rateWindow + `]))`},
-		{name: "writes", promQL: `sum by (namespace, pod) (rate(` + PostgresInserts + `{` + PostgresAppDatabases + `}[` + rateWindow + `]) + rate(` + PostgresUpdates + `{` + PostgresAppDatabases + `}[` + rateWindow + `]) + rate(` + PostgresDeletes + `{` + PostgresAppDatabases + `}[` + rateWindow + `])) or sum by (namespace, pod) (rate(` + MySQLCommands + `{command=~"` + MySQLWriteCommands + `"}[` + rateWindow + `]))`},
-		{name: "lag", promQL: `max by (namespace, pod) (` + PostgresLag + `) or max by (namespace, pod) (` + MySQLLag + `)`},
-		{name: "volume", promQL: `max by (namespace, persistentvolumeclaim) (` + VolumeUsed + ` / ` + VolumeCapacity + `)`, byClaim: true},
+		{name: "cpu", promQL: perInstance(`sum by (namespace, pod) (` + rate(CPUSeconds+`{container="`+DatabaseContainer+`"}`) + `)`)},
+		{name: "memory", promQL: perInstance(`sum by (namespace, pod) (` + MemoryBytes + `{container="` + DatabaseContainer + `"})`)},
+		{name: "connections", promQL: perInstance(`sum by (namespace, pod) (` + PostgresConnections + `) or sum by (namespace, pod) (` + MySQLConnections + `)`)},
+		{name: "maxConnections", promQL: perInstance(`max by (namespace, pod) (` + PostgresMaxConnections + `) or max by (namespace, pod) (` + MySQLMaxConnections + `)`)},
+		{name: "reads", promQL: perInstance(`sum by (namespace, pod) (` + rate(appDatabases(PostgresReads)) + `) or sum by (namespace, pod) (` + rate(MySQLCommands+`{command="select"}`) + `)`)},
+		{name: "writes", promQL: perInstance(`sum by (namespace, pod) (` + rate(appDatabases(PostgresInserts)) + ` + ` + rate(appDatabases(PostgresUpdates)) + ` + ` + rate(appDatabases(PostgresDeletes)) + `) or sum by (namespace, pod) (` + rate(MySQLCommands+`{command=~"`+MySQLWriteCommands+`"}`) + `)`)},
+		{name: "lag", promQL: perInstance(`max by (namespace, pod) (` + PostgresLag + `) or max by (namespace, pod) (` + MySQLLag + `)`)},
+		{name: "volume", promQL: perInstance(`max by (namespace, pod) (` + VolumeUsed + ` / ` + VolumeCapacity + `)`)},
 	}
+}
+
+// perInstance keeps the (namespace, pod) series of expr whose pod runs the
+// instance program.
+func perInstance(expr string) string {
+	return `(` + expr + `) and on (namespace, pod) ` + InstanceUp
 }

@@ -3,7 +3,6 @@ package promsource
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	promapi "github.com/prometheus/client_golang/api"
@@ -39,9 +38,6 @@ type Source struct {
 	api     promv1.API
 	timeout time.Duration
 	queries []query
-	// claimPod maps a volume claim to its pod: StatefulSet claims are named
-	// <template>-<pod>.
-	claimPrefix string
 }
 
 // Options configure the Prometheus client; they come from operator flags,
@@ -75,7 +71,7 @@ func New(opts Options) (*Source, error) {
 	if window <= 0 {
 		window = DefaultRateWindow
 	}
-	return &Source{api: promv1.NewAPI(client), timeout: timeout, queries: queries(window), claimPrefix: "data-"}, nil
+	return &Source{api: promv1.NewAPI(client), timeout: timeout, queries: queries(window)}, nil
 }
 
 // Snapshot runs the batch queries at time at and merges them per pod. A pod
@@ -116,18 +112,7 @@ func (s *Source) Snapshot(ctx context.Context, at time.Time) (Snapshot, error) {
 	set("reads", func(m *PodMetrics, v float64) { m.ReadRate = v })
 	set("writes", func(m *PodMetrics, v float64) { m.WriteRate = v })
 	set("lag", func(m *PodMetrics, v float64) { m.LagSeconds = v })
-	for _, sample := range perQuery["volume"] {
-		claim := string(sample.Metric["persistentvolumeclaim"])
-		pod, ok := strings.CutPrefix(claim, s.claimPrefix)
-		if !ok {
-			continue
-		}
-		key := PodKey{Namespace: string(sample.Metric["namespace"]), Pod: pod}
-		if m, ok := snap.Pods[key]; ok {
-			m.VolumeUsedShare = float64(sample.Value)
-			snap.Pods[key] = m
-		}
-	}
+	set("volume", func(m *PodMetrics, v float64) { m.VolumeUsedShare = v })
 	return snap, nil
 }
 

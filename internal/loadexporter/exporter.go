@@ -1,6 +1,6 @@
 // Package loadexporter is a synthetic metrics exporter for tests and the
 // auto-pilot demo: it turns a demand (reads and writes, in capacity units)
-// into the series a database pod's kubelet and postgres_exporter would show
+// into the series a database pod's kubelet and instance program would show
 // under that load, for the pods a Database runs now, using the simulator's
 // capacity model. A real Prometheus scrapes it.
 package loadexporter
@@ -136,9 +136,9 @@ func (e *Exporter) serve(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(&out, "%s{%s,datname=\"app\"} %g\n", promsource.PostgresUpdates, labels, c.updates)
 		fmt.Fprintf(&out, "%s{%s,datname=\"app\"} %g\n", promsource.PostgresDeletes, labels, c.deletes)
 		fmt.Fprintf(&out, "%s{%s} 0\n", promsource.PostgresLag, labels)
-		claim := fmt.Sprintf(`namespace=%q,persistentvolumeclaim="data-%s"`, pod.Namespace, pod.Name)
-		fmt.Fprintf(&out, "%s{%s} %d\n", promsource.VolumeUsed, claim, 2<<30)
-		fmt.Fprintf(&out, "%s{%s} %d\n", promsource.VolumeCapacity, claim, 10<<30)
+		fmt.Fprintf(&out, "%s{%s} %d\n", promsource.VolumeUsed, labels, 2<<30)
+		fmt.Fprintf(&out, "%s{%s} %d\n", promsource.VolumeCapacity, labels, 10<<30)
+		fmt.Fprintf(&out, "%s{%s} %d\n", promsource.InstanceUp, labels, map[bool]int{false: 0, true: 1}[pod.Primary])
 	}
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
 	_, _ = w.Write([]byte(out.String()))

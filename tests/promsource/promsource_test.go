@@ -13,9 +13,17 @@ import (
 	"github.com/dbpilot/dbpilot/internal/promserver"
 )
 
-// databaseSeries crafts the series of one database pod the way cAdvisor, the
-// kubelet and the engine's exporter expose them.
+// databaseSeries crafts the series of one database pod the way cAdvisor and
+// the instance program expose them.
 func databaseSeries(namespace, pod string, postgres bool, cpu, reads, writes float64) []promserver.Series {
+	return append(foreignSeries(namespace, pod, postgres, cpu, reads, writes),
+		promserver.Series{Name: promsource.InstanceUp, Labels: map[string]string{"namespace": namespace, "pod": pod}, Value: 1})
+}
+
+// foreignSeries crafts the series of a pod that looks like a database pod but
+// runs no instance program: someone else's PostgreSQL or MySQL with its
+// exporter.
+func foreignSeries(namespace, pod string, postgres bool, cpu, reads, writes float64) []promserver.Series {
 	labels := func(extra map[string]string) map[string]string {
 		l := map[string]string{"namespace": namespace, "pod": pod}
 		for k, v := range extra {
@@ -28,8 +36,8 @@ func databaseSeries(namespace, pod string, postgres bool, cpu, reads, writes flo
 		// Another container of the pod must not count.
 		{Name: promsource.CPUSeconds, Labels: labels(map[string]string{"container": "exporter"}), Counter: true, Value: 0.05},
 		{Name: promsource.MemoryBytes, Labels: labels(map[string]string{"container": "database"}), Value: 512 << 20},
-		{Name: promsource.VolumeUsed, Labels: map[string]string{"namespace": namespace, "persistentvolumeclaim": "data-" + pod}, Value: 6 << 30},
-		{Name: promsource.VolumeCapacity, Labels: map[string]string{"namespace": namespace, "persistentvolumeclaim": "data-" + pod}, Value: 10 << 30},
+		{Name: promsource.VolumeUsed, Labels: labels(nil), Value: 6 << 30},
+		{Name: promsource.VolumeCapacity, Labels: labels(nil), Value: 10 << 30},
 	}
 	if postgres {
 		return append(series,
@@ -71,13 +79,16 @@ func startPrometheus(t *testing.T, series []promserver.Series, end time.Time) *p
 func near(got, want float64) bool { return math.Abs(got-want) <= 1e-6+0.01*math.Abs(want) }
 
 // TestSnapshotReadsEverySignal loads a PostgreSQL and a MySQL-family database
-// and checks every signal of every pod, and that the batch is 8 queries.
+// and checks every signal of every pod, that the batch is 8 queries, and
+// that pods without the instance program are left out.
 func TestSnapshotReadsEverySignal(t *testing.T) {
 	end := time.Now().Truncate(time.Second)
 	var series []promserver.Series
 	series = append(series, databaseSeries("shop", "orders-0", true, 0.8, 300, 120)...)
 	series = append(series, databaseSeries("shop", "orders-1", true, 0.4, 200, 0)...)
 	series = append(series, databaseSeries("billing", "ledger-0", false, 1.2, 50, 40)...)
+	series = append(series, foreignSeries("shop", "legacy-pg-0", true, 0.9, 500, 100)...)
+	series = append(series, foreignSeries("billing", "legacy-mysql-0", false, 0.9, 500, 100)...)
 	server := startPrometheus(t, series, end)
 
 	source, err := promsource.New(promsource.Options{URL: server.URL, Timeout: 5 * time.Second})
