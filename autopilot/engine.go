@@ -81,7 +81,7 @@ func Decide(in Input) Decision {
 	util := Predict(load, cur.Replicas, cur.Tier)
 	memory, connections, volume := pressures(latest)
 	d.Signals = map[string]float64{
-		"writeLoad": round(load.Write), "readLoad": round(load.Read),
+		"writeLoad": round(load.Write), "readLoad": round(load.Read), "readOnReplicasShare": round(load.ReplicaOnly),
 		"writeLoadAhead": round(ahead.Write), "readLoadAhead": round(ahead.Read),
 		"primaryUtilization": round(util.Primary), "replicaUtilization": round(util.Replica),
 		"memoryUtilization": round(memory), "connectionUtilization": round(connections), "volumeUtilization": round(volume),
@@ -385,8 +385,9 @@ func settledAt(in Input) time.Time {
 // writes and readFor for reads.
 func project(load, trend Load, writeFor, readFor time.Duration) Load {
 	return Load{
-		Write: load.Write + math.Max(0, trend.Write)*writeFor.Seconds(),
-		Read:  load.Read + math.Max(0, trend.Read)*readFor.Seconds(),
+		Write:       load.Write + math.Max(0, trend.Write)*writeFor.Seconds(),
+		Read:        load.Read + math.Max(0, trend.Read)*readFor.Seconds(),
+		ReplicaOnly: load.ReplicaOnly,
 	}
 }
 

@@ -33,10 +33,19 @@ func sample(at time.Time, s Size, load Load, volumeUse float64) Sample {
 		if i == 0 {
 			util = u.Primary
 		}
+		// 100 reads per second per capacity unit: the even share on
+		// every pod, the replicas-only share on the replicas.
+		reads := 100 * load.Read * (1 - load.ReplicaOnly) / float64(s.Replicas)
+		switch {
+		case s.Replicas == 1:
+			reads = 100 * load.Read
+		case i > 0:
+			reads += 100 * load.Read * load.ReplicaOnly / float64(s.Replicas-1)
+		}
 		pod := PodSample{
 			Primary: i == 0, CPUCores: math.Min(1, util) * cores, MemoryBytes: size.Memory.AsApproximateFloat64() / 2,
 			Connections: 10, MaxConnections: float64(size.MaxConnections),
-			ReadRate: 100 * load.Read / float64(s.Replicas), VolumeUsedBytes: volumeUse * 10 * gib, VolumeCapacityBytes: 10 * gib,
+			ReadRate: reads, VolumeUsedBytes: volumeUse * 10 * gib, VolumeCapacityBytes: 10 * gib,
 		}
 		if i == 0 {
 			pod.WriteRate = 100 * load.Write
@@ -319,11 +328,21 @@ func TestUnmaskedScalesWhatSaturatedPodsHide(t *testing.T) {
 }
 
 func TestEstimateLoadSeparatesWritesFromReads(t *testing.T) {
-	for _, load := range []Load{{Write: 1, Read: 0.5}, {Write: 0.2, Read: 2}, {Write: 0, Read: 1}} {
+	for _, load := range []Load{{Write: 1, Read: 0.5}, {Write: 0.2, Read: 2}, {Write: 0, Read: 1},
+		// Reads on the -ro Service, all or some.
+		{Write: 0.1, Read: 2, ReplicaOnly: 1}, {Write: 0.5, Read: 1.5, ReplicaOnly: 0.6}, {Write: 0, Read: 1, ReplicaOnly: 1}} {
 		got := EstimateLoad(sample(now, Size{Replicas: 3, Tier: dbpilotv1alpha1.TierLarge}, load, 0.5))
-		if math.Abs(got.Write-load.Write) > 1e-6 || math.Abs(got.Read-load.Read) > 1e-6 {
+		if math.Abs(got.Write-load.Write) > 1e-6 || math.Abs(got.Read-load.Read) > 1e-6 || math.Abs(got.ReplicaOnly-load.ReplicaOnly) > 1e-6 {
 			t.Errorf("estimated %+v from %+v", got, load)
 		}
+	}
+	// Reads only on replicas: a replica carries them all when it is the
+	// only one, half each when there are two.
+	if u := Predict(Load{Read: 1.2, ReplicaOnly: 1}, 2, dbpilotv1alpha1.TierSmall); math.Abs(u.Replica-1.2) > 1e-9 || u.Primary != 0 {
+		t.Errorf("1.2 units on -ro over one replica: %+v", u)
+	}
+	if u := Predict(Load{Read: 1.2, ReplicaOnly: 1}, 3, dbpilotv1alpha1.TierSmall); math.Abs(u.Replica-0.6) > 1e-9 {
+		t.Errorf("1.2 units on -ro over two replicas: %+v", u)
 	}
 	// One pod: the split follows the engine's read and write rates.
 	got := EstimateLoad(sample(now, oneLarge, Load{Write: 1, Read: 1}, 0.5))
@@ -400,5 +419,34 @@ func TestScaleDownWaitsForTheTrendAfterARollout(t *testing.T) {
 	}
 	if d := Decide(in); d.Action == ActionScaleDown || d.Action == ActionTierDown {
 		t.Errorf("scaled down into a rising load: %s", d.Message)
+	}
+}
+
+// TestReadsOnReplicasKeepTheirReplicas: reads sent to the -ro Service run
+// on the replicas alone. A Database of three pods whose two replicas carry
+// them at 50 % while the primary idles must keep both replicas: one replica
+// would carry 100 % (taken as spread over every pod, they would fit two
+// pods at 75 %, and the Database would flap between two and three).
+func TestReadsOnReplicasKeepTheirReplicas(t *testing.T) {
+	three := Size{Replicas: 3, Tier: dbpilotv1alpha1.TierSmall}
+	onReplicas := Load{Write: 0.02, Read: 1, ReplicaOnly: 1}
+	in := input(three, steady(three, onReplicas, time.Hour))
+	in.Policy.CPUTarget = 0.8
+	if d := Decide(in); d.Replicas != 3 || d.Action != ActionHold {
+		t.Errorf("reads on replicas: %s to %d pods (%s: %s), want to hold 3", d.Action, d.Replicas, d.Reason, d.Message)
+	}
+	spread := Load{Write: 0.02, Read: 1.2}
+	in = input(three, steady(three, spread, time.Hour))
+	in.Policy.CPUTarget = 0.8
+	if d := Decide(in); d.Replicas != 2 {
+		t.Errorf("reads on every pod: %s to %d pods, want 2", d.Action, d.Replicas)
+	}
+	// Two pods, the replica saturated by -ro reads, the primary idle: a
+	// third pod, for reads.
+	two := Size{Replicas: 2, Tier: dbpilotv1alpha1.TierSmall}
+	in = input(two, steady(two, Load{Write: 0.02, Read: 1.3, ReplicaOnly: 1}, 10*time.Minute))
+	in.Policy.CPUTarget, in.Policy.MaxTier = 0.8, dbpilotv1alpha1.TierSmall
+	if d := Decide(in); d.Replicas != 3 || d.Reason != ReasonReadPressure {
+		t.Errorf("a saturated replica: %s to %d pods (%s), want 3 for reads", d.Action, d.Replicas, d.Reason)
 	}
 }

@@ -164,6 +164,8 @@ func windowPeak(history []Sample, now time.Time, window time.Duration) (Load, bo
 		load := EstimateLoad(s)
 		peak.Write = math.Max(peak.Write, load.Write)
 		peak.Read = math.Max(peak.Read, load.Read)
+		// The most reads on replicas alone: the fewest replicas fit it.
+		peak.ReplicaOnly = math.Max(peak.ReplicaOnly, load.ReplicaOnly)
 		if now.Sub(s.Time) >= window {
 			covered = true
 			break

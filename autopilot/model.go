@@ -46,11 +46,16 @@ func Unmasked(load Load, s Sample) Load {
 	return load
 }
 
-// Load is a Database's demand in capacity units (a small pod serves 1): W
-// loads the primary fully and every replica at ReplicaWriteShare, R spreads
-// evenly over all pods.
+// Load is a Database's demand in capacity units (a small pod serves 1):
+// Write loads the primary fully and every replica at ReplicaWriteShare; Read
+// spreads over the pods that serve it: its ReplicaOnly share over the
+// replicas alone (reads sent to the -ro Service), the rest evenly over all
+// pods.
 type Load struct {
 	Write, Read float64
+	// ReplicaOnly is the share, 0 to 1, of Read that only replicas serve;
+	// without replicas the primary serves it.
+	ReplicaOnly float64
 }
 
 // Capacity is what one pod of the tier serves, in capacity units.
@@ -79,36 +84,44 @@ type Utilizations struct {
 // Predict returns the utilization of the primary and of each replica when
 // load runs on replicas pods of tier t.
 func Predict(load Load, replicas int32, t dbpilotv1alpha1.Tier) Utilizations {
-	n := float64(max(1, replicas))
 	c := Capacity(t)
-	u := Utilizations{Primary: (load.Write + load.Read/n) / c}
-	if replicas > 1 {
-		u.Replica = (ReplicaWriteShare*load.Write + load.Read/n) / c
+	if replicas <= 1 {
+		return Utilizations{Primary: (load.Write + load.Read) / c}
 	}
-	return u
+	n := float64(replicas)
+	even := load.Read * (1 - load.ReplicaOnly) / n
+	return Utilizations{
+		Primary: (load.Write + even) / c,
+		Replica: (ReplicaWriteShare*load.Write + even + load.Read*load.ReplicaOnly/(n-1)) / c,
+	}
 }
 
 // EstimateLoad infers the write and read demand from one sample, given the
-// size the Database ran at. With replicas, the primary's
-// extra utilization over the replicas is the write load; alone, the primary's
-// load is split by the engine's read and write rates (all writes when they
-// are unknown, the conservative case, since writes only a bigger tier can
-// absorb).
+// size the Database ran at. With replicas, the engine's read rates tell how
+// the reads split: the primary's read rate against a replica's is the share
+// of a replica's reads that every pod serves alike, the rest only replicas
+// serve (the -ro Service); the primary's utilization beyond its share of
+// reads is the write load (with the rates unknown, reads are taken as
+// spread evenly). Alone, the primary's load is split by the engine's read
+// and write rates (all writes when they are unknown, the conservative case,
+// since writes only a bigger tier can absorb).
 func EstimateLoad(s Sample) Load {
 	c := Capacity(s.Tier)
 	cores := cpuCores(s.Tier)
 	var primary float64
 	var replicaSum float64
 	var replicas int
-	var reads, writes float64
+	var reads, writes, primaryReads, replicaReads float64
 	for _, p := range s.Pods {
 		u := p.CPUCores / cores
 		reads += p.ReadRate
 		if p.Primary {
 			primary = u
 			writes += p.WriteRate
+			primaryReads += p.ReadRate
 		} else {
 			replicaSum += u
+			replicaReads += p.ReadRate
 			replicas++
 		}
 	}
@@ -120,11 +133,21 @@ func EstimateLoad(s Sample) Load {
 		}
 		return Load{Write: total * writeShare, Read: total * (1 - writeShare)}
 	}
-	n := float64(replicas + 1)
-	replica := replicaSum / float64(replicas)
-	write := math.Max(0, (primary-replica)*c/(1-ReplicaWriteShare))
-	read := math.Max(0, (replica*c-ReplicaWriteShare*write)*n)
-	return Load{Write: write, Read: read}
+	n, k := float64(replicas+1), float64(replicas)
+	replica := replicaSum / k
+	// evenShare: of a replica's reads, the share the primary serves too.
+	evenShare := 1.0
+	if replicaReads > 0 {
+		evenShare = math.Min(1, primaryReads/(replicaReads/k))
+	}
+	write := math.Max(0, (primary-evenShare*replica)*c/(1-evenShare*ReplicaWriteShare))
+	perReplica := math.Max(0, replica*c-ReplicaWriteShare*write)
+	even, replicaOnly := evenShare*perReplica, (1-evenShare)*perReplica*k
+	load := Load{Write: write, Read: even*n + replicaOnly}
+	if load.Read > 0 {
+		load.ReplicaOnly = replicaOnly / load.Read
+	}
+	return load
 }
 
 // Size is a number of pods and a tier.
