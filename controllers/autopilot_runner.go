@@ -4,13 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -67,6 +71,7 @@ func (r *AutopilotRunner) NeedLeaderElection() bool { return true }
 // Start runs a cycle every Interval until ctx ends.
 func (r *AutopilotRunner) Start(ctx context.Context) error {
 	log := ctrl.LoggerFrom(ctx).WithName("autopilot")
+	ctx = ctrl.LoggerInto(ctx, log)
 	ticker := r.clock().NewTicker(r.Interval)
 	defer ticker.Stop()
 	for {
@@ -89,6 +94,8 @@ func (r *AutopilotRunner) clock() clock.WithTicker {
 }
 
 // Cycle evaluates every Database once: one metrics snapshot for all of them.
+// A Database's own failure is logged with the Database and does not stop
+// the others; the error is the cycle's.
 func (r *AutopilotRunner) Cycle(ctx context.Context) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -101,21 +108,21 @@ func (r *AutopilotRunner) Cycle(ctx context.Context) error {
 	if err := r.Client.List(ctx, dbs); err != nil {
 		return fmt.Errorf("listing Databases: %w", err)
 	}
+	r.forgetDeleted(dbs.Items)
 	var active []*dbpilotv1alpha1.Database
-	var errs []error
 	for i := range dbs.Items {
 		db := &dbs.Items[i]
 		if db.Spec.Autopilot == nil || db.Spec.Autopilot.Mode == dbpilotv1alpha1.AutopilotOff || !db.DeletionTimestamp.IsZero() {
 			delete(r.history, client.ObjectKeyFromObject(db))
 			if err := r.clear(ctx, db); err != nil {
-				errs = append(errs, err)
+				databaseLogger(ctx, db).Error(err, "Clearing the auto-pilot's status")
 			}
 			continue
 		}
 		active = append(active, db)
 	}
 	if len(active) == 0 {
-		return errors.Join(errs...)
+		return nil
 	}
 
 	now := r.clock().Now()
@@ -146,11 +153,70 @@ func (r *AutopilotRunner) Cycle(ctx context.Context) error {
 			History: r.history[key],
 		}
 		d := autopilot.Decide(in)
-		if err := r.record(ctx, db, in, d, sourceErr); err != nil {
-			errs = append(errs, err)
+		log := databaseLogger(ctx, db)
+		if err := r.record(ctrl.LoggerInto(ctx, log), db, in, d, sourceErr); err != nil {
+			log.Error(err, "Recording the auto-pilot's decision")
 		}
 	}
-	return errors.Join(errs...)
+	return nil
+}
+
+// forgetDeleted drops what the runner keeps of Databases that no longer
+// exist, so its state follows the fleet rather than grow with every
+// Database ever made.
+func (r *AutopilotRunner) forgetDeleted(dbs []dbpilotv1alpha1.Database) {
+	exists := make(map[types.NamespacedName]bool, len(dbs))
+	for i := range dbs {
+		exists[client.ObjectKeyFromObject(&dbs[i])] = true
+	}
+	for key := range r.history {
+		if !exists[key] {
+			delete(r.history, key)
+		}
+	}
+	for key := range r.last {
+		if !exists[key] {
+			delete(r.last, key)
+		}
+	}
+	for key := range r.busy {
+		if !exists[key] {
+			delete(r.busy, key)
+		}
+	}
+}
+
+// Following returns the Databases the runner keeps state for (metrics
+// history, last changes), sorted: those with the auto-pilot on, and those
+// whose auto-pilot was turned off, until they are deleted.
+func (r *AutopilotRunner) Following() []types.NamespacedName {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	seen := map[types.NamespacedName]bool{}
+	var keys []types.NamespacedName
+	for _, m := range []map[types.NamespacedName]bool{keysOf(r.history), keysOf(r.last), r.busy} {
+		for key := range m {
+			if !seen[key] {
+				seen[key] = true
+				keys = append(keys, key)
+			}
+		}
+	}
+	slices.SortFunc(keys, func(a, b types.NamespacedName) int { return strings.Compare(a.String(), b.String()) })
+	return keys
+}
+
+func keysOf[V any](m map[types.NamespacedName]V) map[types.NamespacedName]bool {
+	keys := make(map[types.NamespacedName]bool, len(m))
+	for key := range m {
+		keys[key] = true
+	}
+	return keys
+}
+
+// databaseLogger is ctx's logger for one Database: every line names it.
+func databaseLogger(ctx context.Context, db *dbpilotv1alpha1.Database) logr.Logger {
+	return ctrl.LoggerFrom(ctx).WithValues("database", klog.KObj(db))
 }
 
 // sampleOf builds the Database's sample from the snapshot: its ready pods'

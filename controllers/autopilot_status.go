@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
@@ -89,11 +90,12 @@ func (r *AutopilotRunner) record(ctx context.Context, db *dbpilotv1alpha1.Databa
 	previousMode := dbpilotv1alpha1.AutopilotOff
 	if previous := db.Status.Autopilot; previous != nil {
 		status.LastDecision = previous.LastDecision
+		status.RecentDecisions = previous.RecentDecisions
 		status.Recommendation = previous.Recommendation
 		previousMode = previous.Mode
 	}
 	if mode == dbpilotv1alpha1.AutopilotAuto && previousMode != dbpilotv1alpha1.AutopilotAuto {
-		r.applyStanding(db, status, in.Now)
+		r.applyStanding(ctx, db, status, in.Now)
 	}
 	conditions := autopilotConditions(db, d, sourceErr)
 	holding := ""
@@ -115,6 +117,7 @@ func (r *AutopilotRunner) record(ctx context.Context, db *dbpilotv1alpha1.Databa
 			status.LastDecision = &dbpilotv1alpha1.AutopilotDecision{
 				Time: metav1.NewTime(in.Now), Action: string(d.Action), Reason: d.Reason, Message: d.Message, Signals: signalStrings(d.Signals),
 			}
+			status.RecentDecisions = recentDecisions(*status.LastDecision, status.RecentDecisions)
 			autopilotDecisions.WithLabelValues(db.Namespace, db.Name, string(d.Action), d.Reason).Inc()
 			if d.Changed(in.Current) {
 				verb := "Recommends"
@@ -123,6 +126,8 @@ func (r *AutopilotRunner) record(ctx context.Context, db *dbpilotv1alpha1.Databa
 					r.noteChange(db, autopilot.Size{Replicas: in.Current.Replicas, Tier: in.Current.Tier}, autopilot.Size{Replicas: d.Replicas, Tier: d.Tier}, in.Now)
 				}
 				r.Recorder.Eventf(db, nil, corev1.EventTypeNormal, dbpilotv1alpha1.EventReasonAutopilot, string(d.Action), "%s %s: %s", verb, d.Action, d.Message)
+				ctrl.LoggerFrom(ctx).Info(verb+" a change of size", "action", d.Action, "reason", d.Reason,
+					"replicas", d.Replicas, "tier", d.Tier, "why", d.Message)
 			}
 		}
 		if d.NextEligible.After(in.Now) {
@@ -140,10 +145,17 @@ func (r *AutopilotRunner) record(ctx context.Context, db *dbpilotv1alpha1.Databa
 	return r.apply(ctx, db, status, conditions)
 }
 
+// recentDecisions puts the newest decision first and keeps the last
+// AutopilotRecentDecisions.
+func recentDecisions(newest dbpilotv1alpha1.AutopilotDecision, before []dbpilotv1alpha1.AutopilotDecision) []dbpilotv1alpha1.AutopilotDecision {
+	recent := append([]dbpilotv1alpha1.AutopilotDecision{newest}, before...)
+	return recent[:min(len(recent), dbpilotv1alpha1.AutopilotRecentDecisions)]
+}
+
 // applyStanding records that turning Auto on applies the recommendation
 // made in Recommend mode, when it differs from the spec: a change of size
 // like any other, with its Event, and the start of its flap window.
-func (r *AutopilotRunner) applyStanding(db *dbpilotv1alpha1.Database, status *dbpilotv1alpha1.AutopilotStatus, now time.Time) {
+func (r *AutopilotRunner) applyStanding(ctx context.Context, db *dbpilotv1alpha1.Database, status *dbpilotv1alpha1.AutopilotStatus, now time.Time) {
 	if status.Recommendation == nil || status.LastDecision == nil {
 		return
 	}
@@ -158,6 +170,8 @@ func (r *AutopilotRunner) applyStanding(db *dbpilotv1alpha1.Database, status *db
 	r.Recorder.Eventf(db, nil, corev1.EventTypeNormal, dbpilotv1alpha1.EventReasonAutopilot, status.LastDecision.Action,
 		"Applies %s, recommended at %s, now that the auto-pilot is in Auto mode: %s", status.LastDecision.Action,
 		status.LastDecision.Time.UTC().Format(time.RFC3339), status.LastDecision.Message)
+	ctrl.LoggerFrom(ctx).Info("Applies the standing recommendation in Auto mode", "action", status.LastDecision.Action,
+		"replicas", after.Replicas, "tier", after.Tier)
 }
 
 // autopilotConditions are AutopilotReady (fresh, complete metrics) and

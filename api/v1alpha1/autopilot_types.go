@@ -159,6 +159,15 @@ type AutopilotStatus struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Last Auto-pilot Decision",xDescriptors={"urn:alm:descriptor:text"}
 	LastDecision *AutopilotDecision `json:"lastDecision,omitempty"`
 
+	// recentDecisions are the last changes of recommendation, newest
+	// first, lastDecision among them: what the auto-pilot did and on which
+	// numbers, for an audit. At most AutopilotRecentDecisions are kept.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=10
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Recent Auto-pilot Decisions",xDescriptors={"urn:alm:descriptor:text"}
+	RecentDecisions []AutopilotDecision `json:"recentDecisions,omitempty"`
+
 	// effectiveReplicas is the number of pods the Database runs with: the
 	// recommendation in Auto mode (within bounds), else spec.replicas.
 	// +optional
@@ -174,6 +183,9 @@ type AutopilotStatus struct {
 	// +optional
 	NextEligibleTime *metav1.Time `json:"nextEligibleTime,omitempty"`
 }
+
+// AutopilotRecentDecisions is how many decisions status.autopilot keeps.
+const AutopilotRecentDecisions = 10
 
 // AutopilotRecommendation is a target size for a Database.
 type AutopilotRecommendation struct {

@@ -71,6 +71,9 @@ const (
 // +kubebuilder:printcolumn:name="Primary",type=string,JSONPath=`.status.currentPrimary`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.ready`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
+// +kubebuilder:printcolumn:name="Autopilot",type=string,JSONPath=`.status.autopilot.mode`,priority=1
+// +kubebuilder:printcolumn:name="Last-Action",type=string,JSONPath=`.status.autopilot.lastDecision.action`,priority=1
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.autopilot.lastDecision.reason`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 40",message="metadata.name must be at most 40 characters: it prefixes the names of the Database's Services, StatefulSet and Pods"
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must start with a letter and contain only lowercase letters, digits and '-': it names the Database's Services"

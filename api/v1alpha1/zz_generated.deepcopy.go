@@ -141,6 +141,13 @@ func (in *AutopilotStatus) DeepCopyInto(out *AutopilotStatus) {
 		*out = new(AutopilotDecision)
 		(*in).DeepCopyInto(*out)
 	}
+	if in.RecentDecisions != nil {
+		in, out := &in.RecentDecisions, &out.RecentDecisions
+		*out = make([]AutopilotDecision, len(*in))
+		for i := range *in {
+			(*in)[i].DeepCopyInto(&(*out)[i])
+		}
+	}
 	if in.EffectiveReplicas != nil {
 		in, out := &in.EffectiveReplicas, &out.EffectiveReplicas
 		*out = new(int32)

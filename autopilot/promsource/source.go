@@ -29,8 +29,6 @@ type PodMetrics struct {
 type Snapshot struct {
 	Time time.Time
 	Pods map[PodKey]PodMetrics
-	// Queries is how many queries the snapshot took.
-	Queries int
 }
 
 // Source queries one Prometheus server.
@@ -84,7 +82,6 @@ func (s *Source) Snapshot(ctx context.Context, at time.Time) (Snapshot, error) {
 		qctx, cancel := context.WithTimeout(ctx, s.timeout)
 		value, _, err := s.api.Query(qctx, q.promQL, at)
 		cancel()
-		snap.Queries++
 		if err != nil {
 			return Snapshot{}, fmt.Errorf("querying %s: %w", q.name, err)
 		}

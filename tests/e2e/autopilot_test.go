@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -116,6 +117,24 @@ func TestAutopilotScalesWithinBounds(t *testing.T) {
 		g.Expect(db.Status.Autopilot.LastDecision.Signals).To(HaveKey("writeLoad"))
 	}, 3*convergeTimeout, pollInterval).Should(Succeed())
 	t.Log(db.Status.Autopilot.LastDecision.Message)
+	// kubectl get -o wide shows the mode and the last decision.
+	g.Eventually(func(g Gomega) {
+		lines := strings.Split(kubectl(g, "get", "database", "--namespace", ns, "shop", "-o", "wide"), "\n")
+		g.Expect(strings.Fields(lines[0])).To(ContainElements("AUTOPILOT", "LAST-ACTION", "REASON"))
+		fetch(g, db)
+		last := db.Status.Autopilot.LastDecision
+		g.Expect(strings.Fields(lines[1])).To(ContainElements("Auto", last.Action, last.Reason))
+	}, convergeTimeout, pollInterval).Should(Succeed())
+	// status.autopilot.recentDecisions keeps them all for an audit, newest
+	// first, with their numbers.
+	recent := db.Status.Autopilot.RecentDecisions
+	g.Expect(recent).NotTo(BeEmpty())
+	g.Expect(recent[0]).To(Equal(*db.Status.Autopilot.LastDecision))
+	g.Expect(recent).To(ContainElement(And(HaveField("Action", string(autopilot.ActionScaleUp)),
+		HaveField("Reason", autopilot.ReasonReadPressure), HaveField("Signals", HaveKey("readLoad")))), "the read decision is kept")
+	for i := 1; i < len(recent); i++ {
+		g.Expect(recent[i].Time.After(recent[i-1].Time.Time)).To(BeFalse(), "newest first: %+v", recent)
+	}
 	waitConverged(g, db)
 	sts := statefulSetOf(g, db)
 	g.Expect(sts.Spec.Template.Spec.Containers[0].Resources.Limits.Memory().String()).To(Equal("2Gi"))

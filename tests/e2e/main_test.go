@@ -26,6 +26,9 @@ var (
 	restConfig *rest.Config
 	k8sClient  client.Client
 	clientset  kubernetes.Interface
+	// kubeconfigPath is the control plane's administrator kubeconfig, for
+	// the tests that run kubectl.
+	kubeconfigPath string
 )
 
 func TestMain(m *testing.M) {
@@ -56,7 +59,7 @@ func run(m *testing.M) (code int) {
 			code = 1
 		}
 	}()
-	restConfig = c.RESTConfig
+	restConfig, kubeconfigPath = c.RESTConfig, c.KubeconfigPath
 	root, err := localcluster.RepoRoot()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
