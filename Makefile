@@ -77,7 +77,7 @@ OPERATOR_SDK_LDFLAGS := -s -w -X $(OSDK_VERSION_PKG).Version=$(OPERATOR_SDK_VERS
 
 # Debian packages for the suites that run real databases and Prometheus.
 DEBIAN_PACKAGES ?= prometheus postgresql-15 mariadb-server prometheus-postgres-exporter prometheus-mysqld-exporter \
-	mariadb-backup containerd runc containernetworking-plugins iptables nftables
+	mariadb-backup sysbench containerd runc containernetworking-plugins iptables nftables
 
 .DEFAULT_GOAL := help
 
@@ -147,7 +147,7 @@ bench-failover: controlplane ## On the real node: kill the primary's pod under a
 
 .PHONY: bench-autopilot-real
 bench-autopilot-real: controlplane ## On the real node, under pgbench load: seconds from load start to the auto-pilot's decision and to the new capacity ready (reads: a replica; writes: a tier), next to what the HPA would do on the same CPU series.
-	$(GO) test -count=1 -p 1 -timeout 30m -run 'TestAutopilotOnRealLoad' -v ./tests/realnode/ | grep -E '^ +autopilot_test.go:[0-9]+: (autopilot|hpa) '
+	$(GO) test -count=1 -p 1 -timeout 30m -run 'TestAutopilotOnRealLoad|TestAutopilotOnRealMariaDBLoad' -v ./tests/realnode/ | grep -E '^ +autopilot_test.go:[0-9]+: (autopilot|hpa) '
 
 .PHONY: bench-backup
 bench-backup: controlplane ## Print backup and restore throughput (MB/s) into and out of a real S3 server, and the time from a commit to its WAL or binary log in the store, for PostgreSQL and MariaDB.

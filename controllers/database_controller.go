@@ -15,7 +15,6 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -99,6 +98,8 @@ func (r *DatabaseReconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrentRec
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(databaseOfPod)).
 		Watches(&dbpilotv1alpha1.DatabaseBackup{}, handler.EnqueueRequestsFromMapFunc(databaseOfBackup)).
 		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrentReconciles}).
+		WithLogConstructor(reconcileLogger(mgr.GetLogger(), "database", dbpilotv1alpha1.GroupVersion.WithKind("Database"),
+			func(req reconcile.Request) string { return req.Name })).
 		Named("database")
 	b, err := r.watchUserSecrets(mgr, b)
 	if err != nil {
@@ -126,8 +127,6 @@ func (r *DatabaseReconciler) Reconcile(ctx context.Context, req ctrl.Request) (r
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("database", klog.KObj(db)))
-
 	if !db.DeletionTimestamp.IsZero() {
 		r.failures.forget(req.NamespacedName)
 		return r.reconcileDelete(ctx, db)

@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -60,6 +59,8 @@ type DatabaseBackupReconciler struct {
 func (r *DatabaseBackupReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&dbpilotv1alpha1.DatabaseBackup{}).
+		WithLogConstructor(reconcileLogger(mgr.GetLogger(), "databasebackup", dbpilotv1alpha1.GroupVersion.WithKind("DatabaseBackup"),
+			backupDatabase(mgr.GetCache()))).
 		Named("databasebackup").
 		Complete(r)
 }
@@ -77,7 +78,6 @@ func (r *DatabaseBackupReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 	if err := r.Client.Get(ctx, req.NamespacedName, backup); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	ctx = ctrl.LoggerInto(ctx, ctrl.LoggerFrom(ctx).WithValues("databaseBackup", klog.KObj(backup)))
 	if !backup.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, r.reconcileDelete(ctx, backup)
 	}
@@ -234,6 +234,9 @@ func (r *DatabaseBackupReconciler) complete(backup *dbpilotv1alpha1.DatabaseBack
 	}
 	r.Recorder.Eventf(backup, db, corev1.EventTypeNormal, dbpilotv1alpha1.EventReasonBackupCompleted, "Backup",
 		"Backup %s of %s completed: %s stored", s.BackupName, backup.Spec.DatabaseName, s.Size)
+	// And on the Database, so kubectl describe shows its backups.
+	r.Recorder.Eventf(db, backup, corev1.EventTypeNormal, dbpilotv1alpha1.EventReasonBackupCompleted, "Backup",
+		"Backup %s completed on %s: %s stored", backup.Name, s.Instance, s.Size)
 }
 
 // fail records a failed backup with why, and a Warning Event on it and on

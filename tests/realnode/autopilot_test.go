@@ -30,7 +30,12 @@ import (
 // autopilotDatabase is a PostgreSQL Database whose auto-pilot, in mode,
 // moves within the bounds, with short stabilization windows.
 func autopilotDatabase(ns, name string, replicas int32, mode dbpilotv1alpha1.AutopilotMode, bounds dbpilotv1alpha1.ReplicaBounds, tiers dbpilotv1alpha1.TierBounds) *dbpilotv1alpha1.Database {
-	db := newDatabase(ns, name, dbpilotv1alpha1.EnginePostgres, "15", replicas)
+	return autopilotDatabaseOf(newDatabase(ns, name, dbpilotv1alpha1.EnginePostgres, "15", replicas), mode, bounds, tiers)
+}
+
+// autopilotDatabaseOf gives db an auto-pilot in mode that moves within the
+// bounds, with short stabilization windows.
+func autopilotDatabaseOf(db *dbpilotv1alpha1.Database, mode dbpilotv1alpha1.AutopilotMode, bounds dbpilotv1alpha1.ReplicaBounds, tiers dbpilotv1alpha1.TierBounds) *dbpilotv1alpha1.Database {
 	db.Spec.Autopilot = &dbpilotv1alpha1.AutopilotSpec{
 		Mode:                          mode,
 		Replicas:                      &bounds,
@@ -271,6 +276,14 @@ func TestAutopilotOnRealLoad(t *testing.T) {
 	g.Eventually(func(g Gomega) model.Vector {
 		return query(g, server, fmt.Sprintf(`dbpilot_backup_last_success_timestamp_seconds{namespace=%q, database="reads"}`, ns))
 	}, time.Minute, time.Second).Should(HaveLen(1), "Prometheus has the backup's time from the operator")
+	// kubectl describe tells what happened: the auto-pilot's decisions,
+	// the scaling they made, the backup.
+	g.Eventually(func(g Gomega) []string { return describedEvents(describeDatabase(g, reads)) }, 30*time.Second, time.Second).Should(And(
+		ContainElement(MatchRegexp(`^Normal\s+Autopilot\s.*Recommends ScaleUp`)),
+		ContainElement(MatchRegexp(`^Normal\s+Autopilot\s.*Applies ScaleUp`)),
+		ContainElement(MatchRegexp(`^Normal\s+Scaled\s.*from 2 to 3`)),
+		ContainElement(MatchRegexp(`^Normal\s+Scaled\s.*from 3 to 2`)),
+		ContainElement(MatchRegexp(`^Normal\s+BackupCompleted\s.*reads-now`))))
 	// One pod, the auto-pilot off: room on the node's 2 CPUs for the
 	// next Database's medium pod, and the series stay for the dashboards.
 	g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(reads), reads)).To(Succeed())
@@ -334,5 +347,88 @@ func TestAutopilotOnRealLoad(t *testing.T) {
 		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(writes), writes)).To(Succeed())
 		return writes.Status.Tier
 	}, 3*autopilotInterval, time.Second).Should(Equal(dbpilotv1alpha1.TierMedium))
+	// Every operator log line about a Database names it; the auto-pilot's
+	// decisions are among them.
+	lines, unnamed := databaseLogLines(g)
+	g.Expect(unnamed).To(BeEmpty(), "operator log lines that do not name their Database")
+	g.Expect(lines).To(ContainElement(And(
+		HaveField("Logger", HavePrefix("autopilot")), HaveField("Message", HaveSuffix("a change of size")),
+		HaveField("Database.Name", Equal(writes.Name)), HaveField("Database.Namespace", Equal(ns)))))
 	t.Logf("the whole test took %.0fs", time.Since(began).Seconds())
+}
+
+// TestAutopilotOnRealMariaDBLoad runs the auto-pilot in Auto mode on a
+// two-pod MariaDB Database under sysbench's point selects from the host on
+// its -ro Service: the replica saturates its CPU limit, the auto-pilot adds
+// a third pod, which clones and streams, and keeps it while the load goes
+// on; when the load stops it goes back to two pods after its windows,
+// removing a replica, never the primary. Each decision is an Event with
+// the numbers behind it.
+func TestAutopilotOnRealMariaDBLoad(t *testing.T) {
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := "real-autopilot-mariadb"
+	restrictedNamespace(t, ns)
+	began := time.Now()
+
+	db := autopilotDatabaseOf(newDatabase(ns, "shop", dbpilotv1alpha1.EngineMariaDB, "10.11", 2), dbpilotv1alpha1.AutopilotAuto,
+		dbpilotv1alpha1.ReplicaBounds{Min: 1, Max: 3}, dbpilotv1alpha1.TierBounds{Min: dbpilotv1alpha1.TierSmall, Max: dbpilotv1alpha1.TierSmall})
+	g.Expect(k8sClient.Create(ctx, db)).To(Succeed())
+	t.Cleanup(func() { deleteAndWait(NewWithT(t), db) })
+	waitAvailable(g, db, 5*time.Minute)
+	primary := db.Status.CurrentPrimary
+	g.Expect(primary).NotTo(BeEmpty())
+	server := startPrometheus(t, g, ns)
+	source, err := promsource.New(promsource.Options{URL: server.URL, RateWindow: autopilotRateWindow})
+	g.Expect(err).NotTo(HaveOccurred())
+	autopilotSource.use(source)
+	t.Cleanup(func() { autopilotSource.use(nil) })
+
+	table := []string{"oltp_point_select", "--tables=1", "--table_size=50000"}
+	prepare := sysbench(t, g, db, db.ReadWriteServiceName(), append(table, "prepare")...)
+	prepare.wait(g, 3*time.Minute)
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(db), db)).To(Succeed())
+		g.Expect(meta.IsStatusConditionTrue(db.Status.Conditions, dbpilotv1alpha1.ConditionAutopilotReady)).To(BeTrue(), "%+v", db.Status.Conditions)
+	}, 3*time.Minute, time.Second).Should(Succeed())
+
+	loadStart := time.Now()
+	load := sysbench(t, g, db, db.ReadOnlyServiceName(), append(table, "--threads=6", "--time=600", "--report-interval=0", "run")...)
+	timeline := decisionTimeline(t, db, loadStart)
+	var decided time.Time
+	g.Eventually(func(g Gomega) int32 {
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(db), db)).To(Succeed())
+		timeline(db)
+		if a := db.Status.Autopilot; a != nil && a.LastDecision != nil && a.LastDecision.Action == string(autopilot.ActionScaleUp) && decided.IsZero() {
+			decided = time.Now()
+			g.Expect(a.LastDecision.Reason).To(Equal(autopilot.ReasonReadPressure), "%+v", a.LastDecision)
+		}
+		return db.EffectiveReplicas()
+	}, 4*time.Minute, time.Second).Should(Equal(int32(3)))
+	load.running(g)
+	waitReady(g, db, 3, 4*time.Minute)
+	g.Expect(autopilotEvent(g, db, "Applies")).To(And(ContainSubstring("Applies ScaleUp"), ContainSubstring("read load")), "the Event gives the numbers")
+	t.Logf("autopilot mariadb reads: load start -> decision %.0fs -> third pod ready %.0fs; %s",
+		decided.Sub(loadStart).Seconds(), time.Since(decided).Seconds(), autopilotEvent(g, db, "Applies"))
+	t.Logf("hpa on the same CPU: %s", hpaWould(g, server, db, loadStart, decided, 2))
+
+	// The load goes on past the flap and scale-down windows: the three
+	// pods stay, since the reads on -ro need both replicas (spread over
+	// every pod, they would seem to fit two, and the Database would flap).
+	g.Consistently(func(g Gomega) int32 {
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(db), db)).To(Succeed())
+		timeline(db)
+		load.running(g)
+		return db.EffectiveReplicas()
+	}, autopilotFlapWindow+40*time.Second, time.Second).Should(Equal(int32(3)), "scaled down under the same load")
+	t.Logf("autopilot mariadb reads: three pods kept under the load for %s; signals %v", autopilotFlapWindow+40*time.Second, db.Status.Autopilot.LastDecision.Signals)
+
+	load.running(g)
+	load.stop()
+	loadEnd := time.Now()
+	waitReady(g, db, 2, 5*time.Minute)
+	g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(db), db)).To(Succeed())
+	g.Expect(db.Status.CurrentPrimary).To(Equal(primary), "scaling down removes a replica, never the primary")
+	t.Logf("autopilot mariadb reads: load end -> two pods %.0fs; %s; the whole test took %.0fs",
+		time.Since(loadEnd).Seconds(), autopilotEvent(g, db, "Applies"), time.Since(began).Seconds())
 }

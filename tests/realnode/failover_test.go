@@ -9,7 +9,6 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -196,16 +195,10 @@ func testFailover(t *testing.T, tc replicationSQL, createWrites, insert, countWr
 	g.Eventually(func(g Gomega) int { return readReplica(g, db, tc.withSum(countWrites), former) },
 		time.Minute, 500*time.Millisecond).Should(Equal(present), "the former primary has the new primary's rows")
 
-	events, err := clientset.CoreV1().Events(ns).List(ctx, metav1.ListOptions{})
-	g.Expect(err).NotTo(HaveOccurred())
-	reasons := map[string]bool{}
-	for _, e := range events.Items {
-		if e.Type == corev1.EventTypeWarning || e.Type == corev1.EventTypeNormal {
-			reasons[e.Reason] = true
-		}
-	}
-	g.Expect(reasons).To(HaveKey(dbpilotv1alpha1.EventReasonFailingOver))
-	g.Expect(reasons).To(HaveKey(dbpilotv1alpha1.EventReasonFailedOver))
+	// kubectl describe tells the story.
+	g.Expect(describedEvents(describeDatabase(g, db))).To(And(
+		ContainElement(MatchRegexp(`^Warning\s+`+dbpilotv1alpha1.EventReasonFailingOver+`\s`)),
+		ContainElement(MatchRegexp(`^Normal\s+`+dbpilotv1alpha1.EventReasonFailedOver+`\s.*`+promoted+` replaced `+former))))
 	if synchronous {
 		return
 	}
