@@ -1,8 +1,9 @@
 // Package loadexporter is a synthetic metrics exporter for tests and the
 // auto-pilot demo: it turns a demand (reads and writes, in capacity units)
 // into the series a database pod's kubelet and instance program would show
-// under that load, for the pods a Database runs now, using the simulator's
-// capacity model. A real Prometheus scrapes it.
+// under that load, for the pods a Database runs now. Its world is its own
+// code, not the auto-pilot's model, so the auto-pilot is judged by what it
+// can infer from the series. A real Prometheus scrapes it.
 package loadexporter
 
 import (
@@ -20,6 +21,10 @@ import (
 	"github.com/dbpilot/dbpilot/autopilot"
 	"github.com/dbpilot/dbpilot/autopilot/promsource"
 )
+
+// replayCost is what replaying a write costs a replica, as a share of what
+// executing it costs the primary, in this world.
+const replayCost = 0.3
 
 // Pod is one ready pod of the Database, as the cluster has it now.
 type Pod struct {
@@ -103,17 +108,19 @@ func (e *Exporter) serve(w http.ResponseWriter, r *http.Request) {
 	for _, name := range []string{promsource.CPUSeconds, promsource.PostgresReads, promsource.PostgresInserts, promsource.PostgresUpdates, promsource.PostgresDeletes} {
 		fmt.Fprintf(&out, "# TYPE %s counter\n", name)
 	}
-	n := int32(len(pods))
+	n := float64(max(1, len(pods)))
 	for _, pod := range pods {
 		size, _ := pod.Tier.Size()
-		util := autopilot.Predict(e.demand, n, pod.Tier)
-		u := util.Replica
-		reads := e.demand.Read / float64(max(1, n))
-		writes := 0.0
+		// Every pod serves an even share of the reads; the primary
+		// executes the writes, each replica replays them at a fraction of
+		// their cost.
+		reads := e.demand.Read / n
+		writes, work := 0.0, replayCost*e.demand.Write+reads
 		if pod.Primary {
-			u = util.Primary
 			writes = e.demand.Write
+			work = writes + reads
 		}
+		u := work / float64(size.Capacity)
 		cores := math.Min(1, u) * size.CPU.AsApproximateFloat64()
 		c := e.counters[pod.Namespace+"/"+pod.Name]
 		if c == nil {

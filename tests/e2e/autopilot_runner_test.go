@@ -55,9 +55,9 @@ func (s *craftedSource) Snapshot(_ context.Context, at time.Time) (promsource.Sn
 // TestAutopilotRunnerCycles drives the auto-pilot's runner cycle by cycle on
 // a fake clock, against the real API server and the Database reconciler,
 // with metrics the test crafts: a Prometheus error records no decision and
-// says why; in Recommend mode a recommendation never changes the effective
-// size; Off clears the auto-pilot's status; a deleted Database's state is
-// dropped.
+// says why, and the auto-pilot is ready again when Prometheus is back; in
+// Recommend mode a recommendation never changes the effective size; Off
+// clears the auto-pilot's status; a deleted Database's state is dropped.
 func TestAutopilotRunnerCycles(t *testing.T) {
 	t.Parallel()
 	g := NewWithT(t)
@@ -149,6 +149,16 @@ func TestAutopilotRunnerCycles(t *testing.T) {
 	g.Expect(db.Status.Autopilot.RecentDecisions).To(HaveLen(decisions))
 	g.Expect(meta.IsStatusConditionFalse(db.Status.Conditions, dbpilotv1alpha1.ConditionAutopilotReady)).To(BeTrue())
 	g.Expect(runner.Following()).To(ContainElement(key))
+
+	// Prometheus is back: the auto-pilot is ready again and its
+	// recommendation stands.
+	source.set(saturated, nil)
+	g.Eventually(func(g Gomega) {
+		cycle(g)
+		fetch(g, db)
+		g.Expect(meta.IsStatusConditionTrue(db.Status.Conditions, dbpilotv1alpha1.ConditionAutopilotReady)).To(BeTrue(), "%+v", db.Status.Conditions)
+	}, convergeTimeout, 10*time.Millisecond).Should(Succeed())
+	g.Expect(db.Status.Autopilot.Recommendation.Replicas).To(Equal(ptr.To[int32](3)))
 
 	// Off clears the auto-pilot's status.
 	update(g, db, func(db *dbpilotv1alpha1.Database) { db.Spec.Autopilot.Mode = dbpilotv1alpha1.AutopilotOff })
