@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -169,21 +170,9 @@ func (r *AutopilotRunner) forgetDeleted(dbs []dbpilotv1alpha1.Database) {
 	for i := range dbs {
 		exists[client.ObjectKeyFromObject(&dbs[i])] = true
 	}
-	for key := range r.history {
-		if !exists[key] {
-			delete(r.history, key)
-		}
-	}
-	for key := range r.last {
-		if !exists[key] {
-			delete(r.last, key)
-		}
-	}
-	for key := range r.busy {
-		if !exists[key] {
-			delete(r.busy, key)
-		}
-	}
+	maps.DeleteFunc(r.history, func(key types.NamespacedName, _ []autopilot.Sample) bool { return !exists[key] })
+	maps.DeleteFunc(r.last, func(key types.NamespacedName, _ autopilot.LastChanges) bool { return !exists[key] })
+	maps.DeleteFunc(r.busy, func(key types.NamespacedName, _ bool) bool { return !exists[key] })
 }
 
 // Following returns the Databases the runner keeps state for (metrics
@@ -192,26 +181,9 @@ func (r *AutopilotRunner) forgetDeleted(dbs []dbpilotv1alpha1.Database) {
 func (r *AutopilotRunner) Following() []types.NamespacedName {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	seen := map[types.NamespacedName]bool{}
-	var keys []types.NamespacedName
-	for _, m := range []map[types.NamespacedName]bool{keysOf(r.history), keysOf(r.last), r.busy} {
-		for key := range m {
-			if !seen[key] {
-				seen[key] = true
-				keys = append(keys, key)
-			}
-		}
-	}
+	keys := slices.Concat(slices.Collect(maps.Keys(r.history)), slices.Collect(maps.Keys(r.last)), slices.Collect(maps.Keys(r.busy)))
 	slices.SortFunc(keys, func(a, b types.NamespacedName) int { return strings.Compare(a.String(), b.String()) })
-	return keys
-}
-
-func keysOf[V any](m map[types.NamespacedName]V) map[types.NamespacedName]bool {
-	keys := make(map[types.NamespacedName]bool, len(m))
-	for key := range m {
-		keys[key] = true
-	}
-	return keys
+	return slices.Compact(keys)
 }
 
 // databaseLogger is ctx's logger for one Database: every line names it.

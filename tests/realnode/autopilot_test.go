@@ -91,6 +91,26 @@ func waitReady(g Gomega, db *dbpilotv1alpha1.Database, n int, timeout time.Durat
 	}, timeout, time.Second).Should(Succeed())
 }
 
+// autopilotPrometheus starts a real Prometheus scraping the namespace and
+// points the in-process auto-pilot at it, until the test ends.
+func autopilotPrometheus(t *testing.T, g Gomega, namespace string) *promserver.Server {
+	server := startPrometheus(t, g, namespace)
+	source, err := promsource.New(promsource.Options{URL: server.URL, RateWindow: autopilotRateWindow})
+	g.Expect(err).NotTo(HaveOccurred())
+	autopilotSource.use(source)
+	t.Cleanup(func() { autopilotSource.use(nil) })
+	return server
+}
+
+// waitAutopilotReady waits until the auto-pilot has fresh, complete
+// metrics for the Database.
+func waitAutopilotReady(g Gomega, db *dbpilotv1alpha1.Database) {
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8sClient.Get(context.Background(), client.ObjectKeyFromObject(db), db)).To(Succeed())
+		g.Expect(meta.IsStatusConditionTrue(db.Status.Conditions, dbpilotv1alpha1.ConditionAutopilotReady)).To(BeTrue(), "%+v", db.Status.Conditions)
+	}, 3*time.Minute, time.Second).Should(Succeed())
+}
+
 // decisionTimeline logs each new last decision and readiness reason of
 // the auto-pilot, with the seconds since from.
 func decisionTimeline(t *testing.T, db *dbpilotv1alpha1.Database, from time.Time) func(*dbpilotv1alpha1.Database) {
@@ -206,18 +226,11 @@ func TestAutopilotOnRealLoad(t *testing.T) {
 	g.Expect(k8sClient.Create(ctx, reads)).To(Succeed())
 	t.Cleanup(func() { deleteAndWait(NewWithT(t), reads) })
 	waitAvailable(g, reads, 5*time.Minute)
-	server := startPrometheus(t, g, ns)
-	source, err := promsource.New(promsource.Options{URL: server.URL, RateWindow: autopilotRateWindow})
-	g.Expect(err).NotTo(HaveOccurred())
-	autopilotSource.use(source)
-	t.Cleanup(func() { autopilotSource.use(nil) })
+	server := autopilotPrometheus(t, g, ns)
 
 	init := pgbench(t, g, reads, reads.ReadWriteServiceName(), "", "-i", "-s", "5", "-q")
 	init.wait(g, 3*time.Minute)
-	g.Eventually(func(g Gomega) {
-		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(reads), reads)).To(Succeed())
-		g.Expect(meta.IsStatusConditionTrue(reads.Status.Conditions, dbpilotv1alpha1.ConditionAutopilotReady)).To(BeTrue(), "%+v", reads.Status.Conditions)
-	}, 3*time.Minute, time.Second).Should(Succeed())
+	waitAutopilotReady(g, reads)
 
 	// Read load on the replicas, in Recommend mode: a third pod is
 	// recommended, nothing changes.
@@ -378,19 +391,12 @@ func TestAutopilotOnRealMariaDBLoad(t *testing.T) {
 	waitAvailable(g, db, 5*time.Minute)
 	primary := db.Status.CurrentPrimary
 	g.Expect(primary).NotTo(BeEmpty())
-	server := startPrometheus(t, g, ns)
-	source, err := promsource.New(promsource.Options{URL: server.URL, RateWindow: autopilotRateWindow})
-	g.Expect(err).NotTo(HaveOccurred())
-	autopilotSource.use(source)
-	t.Cleanup(func() { autopilotSource.use(nil) })
+	server := autopilotPrometheus(t, g, ns)
 
 	table := []string{"oltp_point_select", "--tables=1", "--table_size=50000"}
 	prepare := sysbench(t, g, db, db.ReadWriteServiceName(), append(table, "prepare")...)
 	prepare.wait(g, 3*time.Minute)
-	g.Eventually(func(g Gomega) {
-		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(db), db)).To(Succeed())
-		g.Expect(meta.IsStatusConditionTrue(db.Status.Conditions, dbpilotv1alpha1.ConditionAutopilotReady)).To(BeTrue(), "%+v", db.Status.Conditions)
-	}, 3*time.Minute, time.Second).Should(Succeed())
+	waitAutopilotReady(g, db)
 
 	loadStart := time.Now()
 	load := sysbench(t, g, db, db.ReadOnlyServiceName(), append(table, "--threads=6", "--time=600", "--report-interval=0", "run")...)
