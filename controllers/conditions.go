@@ -21,6 +21,9 @@ type observation struct {
 	pods               []corev1.Pod
 	credentialsProblem string
 	volumeProblem      string
+	// predecessorPending names a child a deleted Database of the same
+	// name still owns.
+	predecessorPending string
 	// reconcileErr is the error the pass ended with; the observed
 	// generation moves only without one.
 	reconcileErr error
@@ -145,6 +148,9 @@ func buildConditions(db *dbpilotv1alpha1.Database, obs observation, current []me
 		set(dbpilotv1alpha1.ConditionProgressing, metav1.ConditionFalse, reason, message)
 	}
 
+	if obs.predecessorPending != "" {
+		set(dbpilotv1alpha1.ConditionProgressing, metav1.ConditionTrue, dbpilotv1alpha1.ReasonWaitingForPredecessor, obs.predecessorPending)
+	}
 	if obs.backup.restoreProblem != "" {
 		set(dbpilotv1alpha1.ConditionProgressing, metav1.ConditionTrue, dbpilotv1alpha1.ReasonWaitingForBackup, obs.backup.restoreProblem)
 	}

@@ -157,6 +157,10 @@ func (r *DatabaseReconciler) Reconcile(ctx context.Context, req ctrl.Request) (r
 type phase func(ctx context.Context, s *scope) (ctrl.Result, error)
 
 func (r *DatabaseReconciler) reconcileNormal(ctx context.Context, s *scope) (ctrl.Result, error) {
+	if pending, err := r.predecessorChild(ctx, s.db); err != nil || pending != "" {
+		s.predecessorPending = pending
+		return ctrl.Result{RequeueAfter: predecessorPoll}, err
+	}
 	phases := []phase{
 		r.reconcileCredentials,
 		r.reconcileReplicationSecret,

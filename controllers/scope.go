@@ -50,6 +50,9 @@ type scope struct {
 	nextBackup *time.Time
 	// backupProblem says what stops backups; empty when nothing does.
 	backupProblem string
+	// predecessorPending names a child a deleted Database of the same
+	// name still owns; nothing is created until it is gone.
+	predecessorPending string
 	// restoreProblem says why the restore source cannot be resolved yet:
 	// no pod is created until it is.
 	restoreProblem string

@@ -83,6 +83,7 @@ func (r *DatabaseReconciler) writeStatus(ctx context.Context, s *scope, reconcil
 		pods:               s.pods,
 		credentialsProblem: s.credentialsProblem,
 		volumeProblem:      s.volumeProblem,
+		predecessorPending: s.predecessorPending,
 		reconcileErr:       reconcileErr,
 		degradingErr:       r.failures.degrading(client.ObjectKeyFromObject(s.db), reconcileErr, r.clock().Now()),
 		instances:          s.instances,

@@ -58,6 +58,10 @@ const (
 	ReasonArchivingFailing      = "ArchivingFailing"
 	ReasonWaitingForBackup      = "WaitingForBackup"
 	ReasonRestoreFailed         = "RestoreFailed"
+	// ReasonWaitingForPredecessor: a deleted Database of the same name
+	// still owns a child (its designation or a generated Secret) that
+	// Kubernetes has not collected yet; nothing is created until it has.
+	ReasonWaitingForPredecessor = "WaitingForPredecessor"
 )
 
 // Event reasons recorded on a Database.

@@ -3,10 +3,13 @@ package e2e_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -105,4 +108,53 @@ func TestDeleteDeleteRemovesData(t *testing.T) {
 	// Terminating claims are still listed: an empty list right after the
 	// Database vanished shows the finalizer waited for them.
 	g.Expect(claimNames(g, db)).To(BeEmpty(), "volumes were gone before the Database")
+}
+
+// TestRecreatedWaitsForPredecessor creates a Database while a deleted
+// Database of the same name still owns its designation (held here by a
+// finalizer, as a slow garbage collector would): the new Database says
+// it waits and creates nothing, then, once the old designation is gone,
+// starts with a designation of its own.
+func TestRecreatedWaitsForPredecessor(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := restrictedNamespace(t, "predecessor")
+	startOperator(t, ns)
+
+	db := newDatabase(ns, "orders", dbpilotv1alpha1.EnginePostgres)
+	const hold = "dbpilot.io/test-hold"
+	stale := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
+		Namespace: ns, Name: db.DesignationConfigMapName(), Finalizers: []string{hold},
+		Labels: map[string]string{dbpilotv1alpha1.LabelManagedBy: dbpilotv1alpha1.ManagedByValue, dbpilotv1alpha1.LabelDatabase: db.Name},
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: dbpilotv1alpha1.GroupVersion.String(), Kind: "Database", Name: db.Name,
+			UID: uuid.NewUUID(), Controller: ptr.To(true)}},
+	}, Data: map[string]string{layout.KeyPrimary: db.Name + "-2", layout.KeyEpoch: "7"}}
+	g.Expect(k8sClient.Create(ctx, stale)).To(Succeed())
+	g.Expect(k8sClient.Create(ctx, db)).To(Succeed())
+
+	g.Eventually(func(g Gomega) {
+		fetch(g, db)
+		progressing := findCondition(db, dbpilotv1alpha1.ConditionProgressing)
+		g.Expect(progressing).NotTo(BeNil())
+		g.Expect(progressing.Reason).To(Equal(dbpilotv1alpha1.ReasonWaitingForPredecessor))
+		g.Expect(progressing.Message).To(ContainSubstring("ConfigMap " + db.DesignationConfigMapName()))
+	}, convergeTimeout, pollInterval).Should(Succeed())
+	g.Consistently(func() bool {
+		return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: db.StatefulSetName()}, &appsStatefulSet{}))
+	}, 3*time.Second, pollInterval).Should(BeTrue(), "no StatefulSet while the predecessor's designation lingers")
+
+	g.Eventually(func() error {
+		if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(stale), stale); err != nil {
+			return err
+		}
+		stale.Finalizers = nil
+		return k8sClient.Update(ctx, stale)
+	}, 10*time.Second, pollInterval).Should(Succeed())
+	waitConverged(g, db)
+	designation := &corev1.ConfigMap{}
+	g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(stale), designation)).To(Succeed())
+	g.Expect(designation.UID).NotTo(Equal(stale.UID))
+	g.Expect(metav1.IsControlledBy(designation, db)).To(BeTrue())
+	g.Expect(designation.Data[layout.KeyPrimary]).To(Equal(db.Name+"-0"), "the new Database's first designation, not the predecessor's")
 }
