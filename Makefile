@@ -127,6 +127,11 @@ test-unit: ## Unit tests: pure builders, setters, the decision engine, the insta
 test-integration: controlplane ## Integration and end-to-end tests on the local control plane (kwok, and the real node where the machine allows it), one package at a time.
 	$(GO) test -count=1 -p 1 -timeout 40m ./internal/localcluster/... ./internal/objectstore/... ./tests/...
 
+CHAOS_OPS ?= 1000
+.PHONY: test-chaos
+test-chaos: controlplane ## The long chaos run: CHAOS_OPS lifecycle operations while two managers are killed at random; ends with the chaos line (make test runs 200).
+	DBPILOT_CHAOS_OPS=$(CHAOS_OPS) $(GO) test -count=1 -v -run '^TestChaosManagersKilledAtRandom$$' -timeout 60m ./tests/e2e/
+
 .PHONY: bench-reconcile
 bench-reconcile: controlplane manifests ## Print the time from create to Available for 1 and for 50 Databases.
 	$(GO) test -count=1 -run '^$$' -bench BenchmarkCreateToAvailable -benchtime 1x -timeout 30m ./tests/e2e/

@@ -55,6 +55,11 @@ func update(g Gomega, db *dbpilotv1alpha1.Database, change func(*dbpilotv1alpha1
 // waitConverged waits until the Database is Available, not Progressing,
 // observed at its generation, with every pod ready.
 func waitConverged(g Gomega, db *dbpilotv1alpha1.Database) {
+	waitConvergedWithin(g, db, convergeTimeout)
+}
+
+// waitConvergedWithin is waitConverged with another timeout.
+func waitConvergedWithin(g Gomega, db *dbpilotv1alpha1.Database, timeout time.Duration) {
 	g.Eventually(func(g Gomega) {
 		fetch(g, db)
 		g.Expect(db.Status.ObservedGeneration).To(Equal(db.Generation), "observedGeneration")
@@ -62,7 +67,7 @@ func waitConverged(g Gomega, db *dbpilotv1alpha1.Database) {
 		g.Expect(meta.IsStatusConditionFalse(db.Status.Conditions, dbpilotv1alpha1.ConditionProgressing)).To(BeTrue(), "Progressing: %+v", db.Status.Conditions)
 		g.Expect(db.Status.ReadyReplicas).To(Equal(db.EffectiveReplicas()))
 		g.Expect(db.Status.Phase).To(Equal(dbpilotv1alpha1.PhaseRunning))
-	}, convergeTimeout, pollInterval).Should(Succeed())
+	}, timeout, pollInterval).Should(Succeed(), "Database %s", db.Name)
 }
 
 // statefulSetOf reads the Database's StatefulSet.
