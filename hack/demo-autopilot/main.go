@@ -21,6 +21,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -56,14 +57,14 @@ func run(ctx context.Context, tracePath string, speed float64, crds string) (err
 		return err
 	}
 	fmt.Printf(">> starting the local control plane\n")
-	c, err := localcluster.Start(ctx, localcluster.Config{Nodes: 3})
+	c, err := localcluster.Start(ctx, localcluster.Config{Nodes: 3, BeforeControllers: func(cfg *rest.Config) error {
+		_, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{Paths: []string{crds}, ErrorIfPathMissing: true})
+		return err
+	}})
 	if err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, c.Stop()) }()
-	if _, err := envtest.InstallCRDs(c.RESTConfig, envtest.CRDInstallOptions{Paths: []string{crds}, ErrorIfPathMissing: true}); err != nil {
-		return err
-	}
 	scheme, err := options.Scheme()
 	if err != nil {
 		return err

@@ -55,6 +55,13 @@ type Config struct {
 	ImageCacheDir string
 	// Progress, when set, receives a line for each step as it starts.
 	Progress func(step string)
+	// BeforeControllers, when set, runs once the API server answers and
+	// before the controller manager starts: CRDs installed there are known
+	// to the garbage collector from its start, as in a cluster where they
+	// were installed long before (installed later, it learns their kinds
+	// only at its next discovery, up to 30 s on, and dependents of objects
+	// deleted meanwhile wait on its backoff).
+	BeforeControllers func(*rest.Config) error
 }
 
 // Cluster is a running local control plane.
@@ -159,6 +166,12 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 		return c, fmt.Errorf("kube-apiserver not ready: %w", err)
 	}
 
+	if cfg.BeforeControllers != nil {
+		cfg.Progress("before the controllers")
+		if err := cfg.BeforeControllers(c.RESTConfig); err != nil {
+			return c, err
+		}
+	}
 	cfg.Progress("kube-controller-manager")
 	if err := c.startControllerManager(certs, kcmPort); err != nil {
 		return c, err

@@ -307,8 +307,8 @@ func (w *chaosWorld) step(g Gomega) bool {
 	return true
 }
 
-// create makes d anew once its previous incarnation and what it took
-// with it are gone.
+// create makes d anew once its previous incarnation is gone (under
+// Delete, its claims with it).
 func (w *chaosWorld) create(g Gomega, d *chaosDatabase) bool {
 	ctx := context.Background()
 	probe := &dbpilotv1alpha1.Database{}
@@ -322,14 +322,9 @@ func (w *chaosWorld) create(g Gomega, d *chaosDatabase) bool {
 			return false
 		}
 	}
+	// Secrets and a designation the previous incarnation still owns may
+	// linger: the operator waits for the garbage collector.
 	db := newDatabase(w.ns, d.name, d.engine)
-	for _, name := range []string{db.CredentialsSecretName(), db.ReplicationSecretName()} {
-		secret := &corev1.Secret{}
-		err := k8sClient.Get(ctx, client.ObjectKey{Namespace: w.ns, Name: name}, secret)
-		if err == nil && len(secret.OwnerReferences) > 0 {
-			return false // still owned by the deleted incarnation, about to be collected
-		}
-	}
 	db.Spec.Replicas = ptr.To(int32(1 + w.rng.IntN(3)))
 	d.patch = 1 + w.rng.IntN(5)
 	db.Spec.Version = minorVersion(d.engine, d.patch)
@@ -362,6 +357,9 @@ func (w *chaosWorld) observeSecrets(g Gomega) {
 				continue
 			}
 			g.Expect(err).NotTo(HaveOccurred())
+			if owner := metav1.GetControllerOf(secret); owner != nil && owner.UID != d.obj.UID {
+				continue // a deleted incarnation's, about to be collected
+			}
 			d.secrets[name] = secret
 		}
 	}

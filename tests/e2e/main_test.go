@@ -39,7 +39,20 @@ func run(m *testing.M) (code int) {
 	logf.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapLevel())))
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	c, err := localcluster.Start(ctx, localcluster.Config{})
+	root, err := localcluster.RepoRoot()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	// The CRDs go in before the controller manager starts, so its garbage
+	// collector knows Databases from the first test on.
+	c, err := localcluster.Start(ctx, localcluster.Config{BeforeControllers: func(cfg *rest.Config) error {
+		_, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{
+			Paths:              []string{filepath.Join(root, "config", "crd", "bases")},
+			ErrorIfPathMissing: true,
+		})
+		return err
+	}})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "starting control plane: %v\n", err)
 		return 1
@@ -60,18 +73,6 @@ func run(m *testing.M) (code int) {
 		}
 	}()
 	restConfig, kubeconfigPath = c.RESTConfig, c.KubeconfigPath
-	root, err := localcluster.RepoRoot()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if _, err := envtest.InstallCRDs(restConfig, envtest.CRDInstallOptions{
-		Paths:              []string{filepath.Join(root, "config", "crd", "bases")},
-		ErrorIfPathMissing: true,
-	}); err != nil {
-		fmt.Fprintf(os.Stderr, "installing CRDs: %v\n", err)
-		return 1
-	}
 	scheme, err := options.Scheme()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)

@@ -15,6 +15,7 @@ import (
 
 	"go.uber.org/zap/zapcore"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -53,7 +54,20 @@ func run(m *testing.M) (code int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	start := time.Now()
-	c, err := localcluster.Start(ctx, localcluster.Config{RealNode: true})
+	root, err := localcluster.RepoRoot()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	// The CRDs go in before the controller manager starts, so its garbage
+	// collector knows Databases from the first test on.
+	c, err := localcluster.Start(ctx, localcluster.Config{RealNode: true, BeforeControllers: func(cfg *rest.Config) error {
+		_, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{
+			Paths:              []string{filepath.Join(root, "config", "crd", "bases")},
+			ErrorIfPathMissing: true,
+		})
+		return err
+	}})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "starting control plane with a real node: %v\n", err)
 		return 1
@@ -82,18 +96,6 @@ func run(m *testing.M) (code int) {
 		return 1
 	}
 	fmt.Fprintf(os.Stderr, "images built and pushed in %.1fs\n", time.Since(start).Seconds())
-	root, err := localcluster.RepoRoot()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	if _, err := envtest.InstallCRDs(c.RESTConfig, envtest.CRDInstallOptions{
-		Paths:              []string{filepath.Join(root, "config", "crd", "bases")},
-		ErrorIfPathMissing: true,
-	}); err != nil {
-		fmt.Fprintf(os.Stderr, "installing CRDs: %v\n", err)
-		return 1
-	}
 	scheme, err := options.Scheme()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
