@@ -116,8 +116,9 @@ test: deps controlplane verify-generated vet test-unit fuzz test-olm test-integr
 
 FUZZTIME ?= 20s
 .PHONY: fuzz
-fuzz: ## Fuzz the auto-pilot's decision engine for FUZZTIME (bounds, no NaN, determinism).
+fuzz: ## Fuzz the auto-pilot's decision engine (bounds, no NaN, determinism) and the builders (random valid Databases: valid, restricted children) for FUZZTIME each.
 	$(GO) test -run '^$$' -fuzz FuzzDecide -fuzztime $(FUZZTIME) ./autopilot/
+	$(GO) test -run '^$$' -fuzz FuzzBuilders -fuzztime $(FUZZTIME) ./controllers/desired/
 
 .PHONY: test-unit
 test-unit: ## Unit tests: pure builders, setters, the decision engine, the instance program's statements.

@@ -1,0 +1,155 @@
+// Package randomspec draws random Databases whose spec the API server
+// accepts, for fuzzing the builders and for dry-run applying what they
+// build. It knows the API's rules as the CRD states them, not the
+// builders: what it draws is input, never an expected output.
+package randomspec
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
+
+	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
+)
+
+// maxNameLength is the CRD's limit on a Database's name.
+const maxNameLength = 40
+
+var (
+	engines = []dbpilotv1alpha1.Engine{dbpilotv1alpha1.EnginePostgres, dbpilotv1alpha1.EngineMySQL, dbpilotv1alpha1.EngineMariaDB}
+	tiers   = []dbpilotv1alpha1.Tier{dbpilotv1alpha1.TierSmall, dbpilotv1alpha1.TierMedium, dbpilotv1alpha1.TierLarge,
+		dbpilotv1alpha1.TierXLarge, dbpilotv1alpha1.Tier2XLarge}
+	schedules = []string{"@daily", "@hourly", "0 3 * * *", "*/5 * * * *", "15,45 1-5 * * mon", "0 0 1 1 *", "30 2 ? * 0"}
+	sizes     = []string{"1Mi", "512Mi", "1Gi", "10Gi", "100Gi", "1Ti", "1500M", "2.5Gi"}
+)
+
+// Database draws a Database named after name (made valid: lowercase
+// letters, digits and '-', starting with a letter, at most 40 characters)
+// in namespace.
+func Database(r *rand.Rand, namespace, name string) *dbpilotv1alpha1.Database {
+	engine := engines[r.IntN(len(engines))]
+	replicas := int32(1 + r.IntN(16))
+	tier := r.IntN(len(tiers))
+	db := &dbpilotv1alpha1.Database{
+		ObjectMeta: metav1.ObjectMeta{Name: ValidName(name), Namespace: namespace, UID: types.UID(fmt.Sprintf("00000000-0000-4000-8000-%012x", r.Uint64()>>16))},
+		Spec: dbpilotv1alpha1.DatabaseSpec{
+			Engine:   engine,
+			Version:  version(r, engine),
+			Replicas: ptr.To(replicas),
+			Tier:     tiers[tier],
+		},
+	}
+	if r.IntN(4) > 0 {
+		db.Spec.Storage = &dbpilotv1alpha1.StorageSpec{Size: ptr.To(resource.MustParse(sizes[r.IntN(len(sizes))]))}
+		if r.IntN(2) == 0 {
+			db.Spec.Storage.StorageClassName = ptr.To([]string{"standard", "fast-ssd", "a.b-c"}[r.IntN(3)])
+		}
+	}
+	if r.IntN(3) == 0 {
+		db.Spec.CredentialsSecretName = []string{"own", "app.credentials", strings.Repeat("s", 253)}[r.IntN(3)]
+	}
+	if r.IntN(2) == 0 {
+		db.Spec.DeletionPolicy = dbpilotv1alpha1.DeletionPolicyDelete
+	}
+	if r.IntN(2) == 0 {
+		db.Spec.Backup = backup(r)
+	}
+	if r.IntN(3) == 0 {
+		db.Spec.Failover = &dbpilotv1alpha1.FailoverSpec{DelaySeconds: ptr.To(int32(r.IntN(3601)))}
+	}
+	if replicas > 1 && r.IntN(3) == 0 {
+		count := int32(1)
+		if engine == dbpilotv1alpha1.EnginePostgres {
+			count = 1 + int32(r.IntN(int(replicas-1)))
+		}
+		db.Spec.Replication = &dbpilotv1alpha1.ReplicationSpec{Synchronous: &dbpilotv1alpha1.SynchronousReplication{Count: count}}
+	}
+	if r.IntN(2) == 0 {
+		db.Spec.Autopilot = autopilot(r, replicas, tier, db.Spec.Replication)
+	}
+	db.Spec.Paused = r.IntN(8) == 0
+	return db
+}
+
+// ValidName turns any string into a valid Database name.
+func ValidName(name string) string {
+	var b strings.Builder
+	for _, c := range strings.ToLower(name) {
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9', c == '-':
+			b.WriteRune(c)
+		default:
+			b.WriteByte('-')
+		}
+	}
+	valid := b.String()
+	if valid == "" || valid[0] < 'a' || valid[0] > 'z' {
+		valid = "d" + valid
+	}
+	if len(valid) > maxNameLength {
+		valid = valid[:maxNameLength]
+	}
+	valid = strings.TrimRight(valid, "-")
+	return valid
+}
+
+// version draws an empty version or one of the engine's default major, the
+// only major a new Database may name.
+func version(r *rand.Rand, engine dbpilotv1alpha1.Engine) string {
+	major := map[dbpilotv1alpha1.Engine]string{
+		dbpilotv1alpha1.EnginePostgres: "16", dbpilotv1alpha1.EngineMySQL: "8", dbpilotv1alpha1.EngineMariaDB: "11",
+	}[engine]
+	switch r.IntN(4) {
+	case 0:
+		return ""
+	case 1:
+		return major
+	case 2:
+		return fmt.Sprintf("%s.%d", major, r.IntN(10))
+	default:
+		return fmt.Sprintf("%s.%d.%d", major, r.IntN(10), r.IntN(40))
+	}
+}
+
+func backup(r *rand.Rand) *dbpilotv1alpha1.BackupSpec {
+	b := &dbpilotv1alpha1.BackupSpec{Schedule: schedules[r.IntN(len(schedules))]}
+	if r.IntN(2) == 0 {
+		b.Retention = int32(1 + r.IntN(1000))
+	}
+	if r.IntN(3) == 0 {
+		b.MaxAge = fmt.Sprintf("%d%c", 1+r.IntN(99999), "hdw"[r.IntN(3)])
+	}
+	switch r.IntN(3) {
+	case 0:
+	case 1:
+		b.Destination = &dbpilotv1alpha1.BackupDestination{S3: &dbpilotv1alpha1.S3Destination{
+			Bucket: []string{"abc", "backups", strings.Repeat("b", 63)}[r.IntN(3)], Prefix: []string{"", "team/a", "x/../y"}[r.IntN(3)],
+			Endpoint: []string{"", "https://s3.example.com", "http://10.0.0.1:9000"}[r.IntN(3)], Region: []string{"", "eu-west-1"}[r.IntN(2)],
+			CredentialsSecretName: "s3",
+		}}
+	default:
+		b.Destination = &dbpilotv1alpha1.BackupDestination{Volume: &dbpilotv1alpha1.VolumeDestination{ClaimName: "backups"}}
+	}
+	return b
+}
+
+// autopilot draws bounds that hold the spec's replicas and tier, with a
+// minimum above the synchronous count.
+func autopilot(r *rand.Rand, replicas int32, tier int, replication *dbpilotv1alpha1.ReplicationSpec) *dbpilotv1alpha1.AutopilotSpec {
+	modes := []dbpilotv1alpha1.AutopilotMode{dbpilotv1alpha1.AutopilotOff, dbpilotv1alpha1.AutopilotRecommend, dbpilotv1alpha1.AutopilotAuto}
+	a := &dbpilotv1alpha1.AutopilotSpec{Mode: modes[r.IntN(len(modes))]}
+	floor := int32(1)
+	if replication != nil && replication.Synchronous != nil {
+		floor = replication.Synchronous.Count + 1
+	}
+	lo := floor + int32(r.IntN(int(replicas-floor)+1))
+	hi := replicas + int32(r.IntN(int(17-replicas)))
+	a.Replicas = &dbpilotv1alpha1.ReplicaBounds{Min: lo, Max: hi}
+	a.Tiers = &dbpilotv1alpha1.TierBounds{Min: tiers[r.IntN(tier+1)], Max: tiers[tier+r.IntN(len(tiers)-tier)]}
+	return a
+}
