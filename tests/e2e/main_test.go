@@ -29,6 +29,9 @@ var (
 	// kubeconfigPath is the control plane's administrator kubeconfig, for
 	// the tests that run kubectl.
 	kubeconfigPath string
+	// cluster is the local control plane, for the test that restarts its
+	// components.
+	cluster *localcluster.Cluster
 )
 
 func TestMain(m *testing.M) {
@@ -72,7 +75,7 @@ func run(m *testing.M) (code int) {
 			code = 1
 		}
 	}()
-	restConfig, kubeconfigPath = c.RESTConfig, c.KubeconfigPath
+	restConfig, kubeconfigPath, cluster = c.RESTConfig, c.KubeconfigPath, c
 	scheme, err := options.Scheme()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
