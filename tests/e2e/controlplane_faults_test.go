@@ -21,16 +21,7 @@ func TestControlPlaneRestarts(t *testing.T) {
 	ns := restrictedNamespace(t, "control-plane-faults")
 	op := startOperator(t, ns)
 
-	var dbs []*dbpilotv1alpha1.Database
-	for _, engine := range []dbpilotv1alpha1.Engine{dbpilotv1alpha1.EnginePostgres, dbpilotv1alpha1.EngineMySQL, dbpilotv1alpha1.EngineMariaDB} {
-		db := newDatabase(ns, string(engine), engine)
-		db.Spec.Replicas = ptr.To[int32](2)
-		g.Expect(k8sClient.Create(ctx, db)).To(Succeed())
-		dbs = append(dbs, db)
-	}
-	for _, db := range dbs {
-		waitConverged(g, db)
-	}
+	dbs := convergedPerEngine(g, ns)
 
 	// Changes under way when the API server goes down.
 	update(g, dbs[0], func(db *dbpilotv1alpha1.Database) { db.Spec.Replicas = ptr.To[int32](3) })

@@ -70,6 +70,22 @@ func waitConvergedWithin(g Gomega, db *dbpilotv1alpha1.Database, timeout time.Du
 	}, timeout, pollInterval).Should(Succeed(), "Database %s", db.Name)
 }
 
+// convergedPerEngine creates a two-pod Database of each engine, named
+// after it, and waits until they have converged.
+func convergedPerEngine(g Gomega, ns string) []*dbpilotv1alpha1.Database {
+	var dbs []*dbpilotv1alpha1.Database
+	for _, engine := range []dbpilotv1alpha1.Engine{dbpilotv1alpha1.EnginePostgres, dbpilotv1alpha1.EngineMySQL, dbpilotv1alpha1.EngineMariaDB} {
+		db := newDatabase(ns, string(engine), engine)
+		db.Spec.Replicas = ptr.To[int32](2)
+		g.Expect(k8sClient.Create(context.Background(), db)).To(Succeed())
+		dbs = append(dbs, db)
+	}
+	for _, db := range dbs {
+		waitConverged(g, db)
+	}
+	return dbs
+}
+
 // statefulSetOf reads the Database's StatefulSet.
 func statefulSetOf(g Gomega, db *dbpilotv1alpha1.Database) *appsv1.StatefulSet {
 	sts := &appsv1.StatefulSet{}

@@ -7,7 +7,6 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
@@ -23,20 +22,10 @@ const steadyWindow = 60 * time.Second
 func TestRestartAndSteadyStateWriteNothing(t *testing.T) {
 	t.Parallel()
 	g := NewWithT(t)
-	ctx := context.Background()
 	ns := restrictedNamespace(t, "steady")
 	first := startOperator(t, ns)
 
-	var dbs []*dbpilotv1alpha1.Database
-	for _, engine := range []dbpilotv1alpha1.Engine{dbpilotv1alpha1.EnginePostgres, dbpilotv1alpha1.EngineMySQL, dbpilotv1alpha1.EngineMariaDB} {
-		db := newDatabase(ns, string(engine), engine)
-		db.Spec.Replicas = ptr.To[int32](2)
-		g.Expect(k8sClient.Create(ctx, db)).To(Succeed())
-		dbs = append(dbs, db)
-	}
-	for _, db := range dbs {
-		waitConverged(g, db)
-	}
+	dbs := convergedPerEngine(g, ns)
 
 	before := resourceVersions(g, ns)
 	first.stop(t)
