@@ -14,10 +14,12 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
+	authenticationv1 "k8s.io/api/authentication/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
@@ -138,6 +140,14 @@ func installAndUse(t *testing.T, operatorNS, databaseNS string) {
 		code, _, err := metrics.get("")
 		return code, err
 	}, 30*time.Second, 500*time.Millisecond).Should(Equal(http.StatusUnauthorized), "an unauthenticated scrape")
+	// A ServiceAccount the metrics-reader role is not bound to: known, and
+	// refused.
+	unbound, err := clientset.CoreV1().ServiceAccounts(operatorNS).CreateToken(ctx, "default",
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](600)}}, metav1.CreateOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	code, _, err := metrics.get(unbound.Status.Token)
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(code).To(Equal(http.StatusForbidden), "a scrape by a ServiceAccount without the metrics-reader role")
 	running := map[string]string{"namespace": databaseNS, "engine": "postgres", "phase": "Running"}
 	g.Eventually(func(g Gomega) {
 		families := metrics.families(g)

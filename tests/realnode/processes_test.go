@@ -154,3 +154,46 @@ func testProcessFaults(t *testing.T, tc replicationSQL, createWrites, insert str
 	})
 	g.Expect(eventNote(g, ns, dbpilotv1alpha1.EventReasonFailedOver)).To(ContainSubstring(fmt.Sprintf("%s replaced %s", db.PodName(0), db.PodName(1))))
 }
+
+// expectUnprivilegedProcesses checks, from the host, every process of the
+// Database's pods but the sandbox's: none runs as root (real or effective
+// user), and each sees its root filesystem read-only.
+func expectUnprivilegedProcesses(g Gomega, db *dbpilotv1alpha1.Database) {
+	pods := &corev1.PodList{}
+	g.Expect(k8sClient.List(context.Background(), pods, client.InNamespace(db.Namespace), client.MatchingLabels(db.SelectorLabels()))).To(Succeed())
+	g.Expect(pods.Items).NotTo(BeEmpty())
+	for i := range pods.Items {
+		checked := 0
+		for _, p := range podProcesses(&pods.Items[i]) {
+			if p.comm == "pause" {
+				continue
+			}
+			status, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(p.pid), "status"))
+			if err != nil {
+				continue // exited meanwhile
+			}
+			for _, line := range strings.Split(string(status), "\n") {
+				if fields := strings.Fields(line); len(fields) >= 3 && fields[0] == "Uid:" {
+					g.Expect(fields[1]).NotTo(Equal("0"), "%s (pid %d) of %s runs as root", p.comm, p.pid, pods.Items[i].Name)
+					g.Expect(fields[2]).NotTo(Equal("0"), "%s (pid %d) of %s runs as effective root", p.comm, p.pid, pods.Items[i].Name)
+				}
+			}
+			g.Expect(rootMountOptions(g, p.pid)).To(ContainElement("ro"), "%s (pid %d) of %s: root filesystem not read-only", p.comm, p.pid, pods.Items[i].Name)
+			checked++
+		}
+		g.Expect(checked).To(BeNumerically(">", 0), "no process of %s found on the host", pods.Items[i].Name)
+	}
+}
+
+// rootMountOptions are the mount options of "/" as the process sees it.
+func rootMountOptions(g Gomega, pid int) []string {
+	data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "mountinfo"))
+	g.Expect(err).NotTo(HaveOccurred())
+	// id parent major:minor root mountpoint options ...
+	for _, line := range strings.Split(string(data), "\n") {
+		if fields := strings.Fields(line); len(fields) >= 6 && fields[4] == "/" {
+			return strings.Split(fields[5], ",")
+		}
+	}
+	return nil
+}

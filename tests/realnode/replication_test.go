@@ -139,6 +139,7 @@ func testReplicasServeReads(t *testing.T, tc replicationSQL) {
 	expectEveryReplica(g, db, tc, 4, 4501500)
 
 	expectNoInternalPasswords(g, db)
+	expectUnprivilegedProcesses(g, db)
 }
 
 // scale sets spec.replicas.

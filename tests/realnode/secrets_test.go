@@ -6,13 +6,16 @@ import (
 	"encoding/json"
 	"io"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 
 	. "github.com/onsi/gomega"
+	"github.com/prometheus/common/expfmt"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
 	"github.com/dbpilot/dbpilot/controllers/desired"
@@ -75,18 +78,33 @@ func podLog(g Gomega, namespace, pod, container string) string {
 }
 
 // expectNoInternalPasswords searches every container log of the Database's
-// pods, the namespace's Events, the Database's status and the operator's
-// log for the replication and monitoring passwords.
+// pods, the namespace's Events, the Database's status, the operator's log
+// and its metrics for every secret value the Database's pods hold: the
+// replication and monitoring passwords, the generated application and
+// superuser passwords, and the namespace's metrics token.
 func expectNoInternalPasswords(g Gomega, db *dbpilotv1alpha1.Database) {
 	ctx := context.Background()
-	secret, err := clientset.CoreV1().Secrets(db.Namespace).Get(ctx, db.ReplicationSecretName(), metav1.GetOptions{})
-	g.Expect(err).NotTo(HaveOccurred())
 	var secrets []string
-	for _, key := range []string{layout.KeyReplicationPassword, layout.KeyMonitoringPassword} {
-		g.Expect(secret.Data[key]).NotTo(BeEmpty(), key)
-		secrets = append(secrets, string(secret.Data[key]))
+	for name, keys := range map[string][]string{
+		db.ReplicationSecretName():        {layout.KeyReplicationPassword, layout.KeyMonitoringPassword},
+		db.CredentialsSecretName():        {layout.KeyPassword, layout.KeySuperuserPassword},
+		dbpilotv1alpha1.MetricsSecretName: {layout.KeyMetricsToken},
+	} {
+		secret, err := clientset.CoreV1().Secrets(db.Namespace).Get(ctx, name, metav1.GetOptions{})
+		g.Expect(err).NotTo(HaveOccurred())
+		for _, key := range keys {
+			g.Expect(secret.Data[key]).NotTo(BeEmpty(), "%s key %s", name, key)
+			secrets = append(secrets, string(secret.Data[key]))
+		}
 	}
-	places := map[string]string{"operator log": operatorLog.String()}
+	families, err := metrics.Registry.Gather()
+	g.Expect(err).NotTo(HaveOccurred())
+	var exposition strings.Builder
+	for _, f := range families {
+		_, err := expfmt.MetricFamilyToText(&exposition, f)
+		g.Expect(err).NotTo(HaveOccurred())
+	}
+	places := map[string]string{"operator log": operatorLog.String(), "operator metrics": exposition.String()}
 	pods, err := clientset.CoreV1().Pods(db.Namespace).List(ctx, metav1.ListOptions{LabelSelector: labels.FormatLabels(db.SelectorLabels())})
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(pods.Items).NotTo(BeEmpty())
