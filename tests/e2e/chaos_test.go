@@ -54,13 +54,7 @@ func TestChaosManagersKilledAtRandom(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred(), chaosOpsEnv)
 		ops = n
 	}
-	seed := uint64(time.Now().UnixNano())
-	if v := os.Getenv(chaosSeedEnv); v != "" {
-		n, err := strconv.ParseUint(v, 10, 64)
-		g.Expect(err).NotTo(HaveOccurred(), chaosSeedEnv)
-		seed = n
-	}
-	t.Logf("%s=%d", chaosSeedEnv, seed)
+	seed := seedFrom(t, g, chaosSeedEnv)
 	rng := rand.New(rand.NewPCG(seed, 1))
 
 	ns := restrictedNamespace(t, "chaos")
@@ -495,7 +489,7 @@ func (w *chaosWorld) orphans(g Gomega) []string {
 					orphans = append(orphans, fmt.Sprintf("%s %s of a deleted Database (owner %s %s, created %s, labels %v)",
 						kind, obj.GetName(), ref.Name, ref.UID, obj.GetCreationTimestamp().Format(time.StampMilli), obj.GetLabels()))
 				}
-				perOwner[string(ref.UID)+"/"+obj.GetLabels()[dbpilotv1alpha1.LabelComponent]+"/"+serviceRole(obj)]++
+				perOwner[string(ref.UID)]++
 			}
 		}
 		if kind == "StatefulSet" || kind == "PodDisruptionBudget" {
@@ -508,9 +502,6 @@ func (w *chaosWorld) orphans(g Gomega) []string {
 	}
 	return orphans
 }
-
-// serviceRole tells a Database's Services apart for the duplicate count.
-func serviceRole(obj metav1.Object) string { return obj.GetLabels()[dbpilotv1alpha1.LabelRole] }
 
 // killAtRandom kills a manager every 2 to 10 s while one leads, until
 // stop closes: the leader three times in four, the standby otherwise, and
@@ -594,4 +585,17 @@ func (w *chaosWorld) takeovers(writes []auditedWrite) ([]time.Duration, int) {
 		}
 	}
 	return out, missing
+}
+
+// seedFrom is the seed a random test replays from env, or the clock's;
+// it is logged either way.
+func seedFrom(t *testing.T, g Gomega, env string) uint64 {
+	seed := uint64(time.Now().UnixNano())
+	if v := os.Getenv(env); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		g.Expect(err).NotTo(HaveOccurred(), env)
+		seed = n
+	}
+	t.Logf("%s=%d", env, seed)
+	return seed
 }

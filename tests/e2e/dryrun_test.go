@@ -5,10 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
-	"os"
-	"strconv"
 	"testing"
-	"time"
 
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
@@ -22,8 +19,14 @@ import (
 	"github.com/dbpilot/dbpilot/internal/randomspec"
 )
 
-// dryRunSamples is how many random Databases TestRandomSpecsDryRun sends.
-const dryRunSamples = 60
+const (
+	// dryRunSamples is how many random Databases TestRandomSpecsDryRun
+	// sends.
+	dryRunSamples = 60
+	// randomSpecSeedEnv replays TestRandomSpecsDryRun's draw: its seed is
+	// logged.
+	randomSpecSeedEnv = "DBPILOT_SPEC_SEED"
+)
 
 // TestRandomSpecsDryRun draws random Databases (the ones FuzzBuilders
 // renders), has the API server accept each with a dry-run create (so the
@@ -36,14 +39,7 @@ func TestRandomSpecsDryRun(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := restrictedNamespace(t, "dryrun")
-	seed := uint64(time.Now().UnixNano())
-	if v := os.Getenv(chaosSeedEnv); v != "" {
-		n, err := strconv.ParseUint(v, 10, 64)
-		g.Expect(err).NotTo(HaveOccurred())
-		seed = n
-	}
-	t.Logf("%s=%d", chaosSeedEnv, seed)
-	r := rand.New(rand.NewPCG(seed, 3))
+	r := rand.New(rand.NewPCG(seedFrom(t, g, randomSpecSeedEnv), 3))
 	images := imagecatalog.Default()
 	for i := range dryRunSamples {
 		name := fmt.Sprintf("R%d %x", i, r.Uint64())
