@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
+	"github.com/dbpilot/dbpilot/internal/managerprocess"
 )
 
 const (
@@ -60,26 +61,27 @@ func TestChaosManagersKilledAtRandom(t *testing.T) {
 	ns := restrictedNamespace(t, "chaos")
 	leases := restrictedNamespace(t, "chaos-leases")
 	dir := t.TempDir()
-	binary := buildManager(t, dir)
+	binary, err := managerprocess.Build(dir)
+	g.Expect(err).NotTo(HaveOccurred())
 	audit := &writeAudit{}
-	var slots []*managerSlot
+	var slots []*managerprocess.Slot
 	for _, name := range []string{"a", "b"} {
-		slot := newManagerSlot(name, binary, "", dir,
+		slot := managerprocess.NewSlot(name, binary, dir,
 			"--leader-elect", "--leader-election-namespace="+leases, "--watch-namespaces="+ns,
 			"--metrics-bind-address=0", "--health-probe-bind-address=0", "--zap-log-level=info")
-		slot.kubeconfig = startAuditProxy(t, audit, slot.writer)
-		g.Expect(slot.start()).To(Succeed())
+		slot.Kubeconfig = startAuditProxy(t, audit, slot.Writer)
+		g.Expect(slot.Start()).To(Succeed())
 		slots = append(slots, slot)
 	}
 	w := newChaosWorld(ns, rng)
 	t.Cleanup(func() {
 		for _, s := range slots {
-			s.kill()
+			s.Kill()
 		}
 		if t.Failed() {
 			t.Logf("the workload:\n%s", strings.Join(w.history, "\n"))
 			for _, s := range slots {
-				t.Log(s.logTail(40))
+				t.Log(s.LogTail(40))
 			}
 		}
 	})
@@ -99,8 +101,8 @@ func TestChaosManagersKilledAtRandom(t *testing.T) {
 	close(stopKilling)
 	killer.Wait()
 	for _, s := range slots {
-		if !s.alive() {
-			g.Expect(s.start()).To(Succeed())
+		if !s.Alive() {
+			g.Expect(s.Start()).To(Succeed())
 		}
 	}
 
@@ -133,7 +135,7 @@ func TestChaosManagersKilledAtRandom(t *testing.T) {
 	}
 	exits := 0
 	for _, s := range slots {
-		exits += s.selfExits()
+		exits += s.SelfExits()
 	}
 	t.Logf("%d kills, uninterrupted takeovers %v, %d managers exited on their own, %d writes audited", len(w.kills), takeovers, exits, len(audit.all()))
 	fmt.Printf("chaos ops=%d kills=%d converged=yes lost_secrets=%d lost_pvcs=%d orphans=%d lost_rows=n/a failover_seconds=%.1f\n",
@@ -142,7 +144,7 @@ func TestChaosManagersKilledAtRandom(t *testing.T) {
 
 // bothWrote lists the writes a manager made while another manager, which
 // wrote before it, was still running: the moments two leaders wrote.
-func bothWrote(writes []auditedWrite, slots []*managerSlot) []string {
+func bothWrote(writes []auditedWrite, slots []*managerprocess.Slot) []string {
 	var objects []auditedWrite
 	for _, w := range writes {
 		if !w.isLease() {
@@ -152,7 +154,7 @@ func bothWrote(writes []auditedWrite, slots []*managerSlot) []string {
 	sort.SliceStable(objects, func(i, j int) bool { return objects[i].at.Before(objects[j].at) })
 	died := func(writer string) (time.Time, bool) {
 		for _, s := range slots {
-			if at, ok := s.death(writer); ok {
+			if at, ok := s.Death(writer); ok {
 				return at, true
 			}
 		}
@@ -507,7 +509,7 @@ func (w *chaosWorld) orphans(g Gomega) []string {
 // stop closes: the leader three times in four, the standby otherwise, and
 // restarts it at once. While no one leads (a takeover under way) it waits,
 // so every takeover is measured whole.
-func (w *chaosWorld) killAtRandom(t *testing.T, rng *rand.Rand, slots []*managerSlot, audit *writeAudit, stop <-chan struct{}) {
+func (w *chaosWorld) killAtRandom(t *testing.T, rng *rand.Rand, slots []*managerprocess.Slot, audit *writeAudit, stop <-chan struct{}) {
 	for {
 		select {
 		case <-stop:
@@ -522,13 +524,13 @@ func (w *chaosWorld) killAtRandom(t *testing.T, rng *rand.Rand, slots []*manager
 		if rng.IntN(4) > 0 {
 			victim = leader
 		}
-		writer, at := victim.kill()
+		writer, at := victim.Kill()
 		w.note("killed %s (leader: %t)", writer, victim == leader)
 		w.mu.Lock()
 		w.kills = append(w.kills, managerKill{writer: writer, at: at, leader: victim == leader})
 		w.mu.Unlock()
-		if err := victim.start(); err != nil {
-			t.Errorf("restarting manager %s: %v", victim.name, err)
+		if err := victim.Start(); err != nil {
+			t.Errorf("restarting manager %s: %v", victim.Name(), err)
 			return
 		}
 	}
@@ -536,7 +538,7 @@ func (w *chaosWorld) killAtRandom(t *testing.T, rng *rand.Rand, slots []*manager
 
 // leaderOf is the slot whose running process renewed the Lease last, in
 // the last five seconds (the Lease is renewed every two).
-func leaderOf(slots []*managerSlot, writes []auditedWrite) *managerSlot {
+func leaderOf(slots []*managerprocess.Slot, writes []auditedWrite) *managerprocess.Slot {
 	for i := len(writes) - 1; i >= 0; i-- {
 		w := writes[i]
 		if !w.isLease() || !w.succeeded() {
@@ -546,7 +548,7 @@ func leaderOf(slots []*managerSlot, writes []auditedWrite) *managerSlot {
 			return nil
 		}
 		for _, s := range slots {
-			if s.writer() == w.writer && s.alive() {
+			if s.Writer() == w.writer && s.Alive() {
 				return s
 			}
 		}

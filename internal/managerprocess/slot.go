@@ -1,4 +1,8 @@
-package e2e_test
+// Package managerprocess runs the manager binary as the tests' and
+// benchmarks' own child process: built from cmd/, started in its own process
+// group, killed with SIGKILL and restarted, so chaos runs and benchmarks
+// measure the real program.
+package managerprocess
 
 import (
 	"fmt"
@@ -8,34 +12,36 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-	"testing"
 	"time"
 
 	"github.com/dbpilot/dbpilot/internal/localcluster"
 )
 
-// buildManager builds the manager binary (cmd/) into dir.
-func buildManager(t testing.TB, dir string) string {
-	t.Helper()
+// Build builds the manager binary (cmd/) into dir and returns its path.
+func Build(dir string) (string, error) {
 	root, err := localcluster.RepoRoot()
 	if err != nil {
-		t.Fatal(err)
+		return "", err
 	}
 	binary := filepath.Join(dir, "manager")
 	cmd := exec.Command("go", "build", "-o", binary, "./cmd")
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build ./cmd: %v: %s", err, out)
+		return "", fmt.Errorf("go build ./cmd: %w: %s", err, out)
 	}
-	return binary
+	return binary, nil
 }
 
-// managerSlot runs one manager process at a time, the real binary, and
+// Slot runs one manager process at a time, the real binary, and
 // restarts it after a kill; every process it starts is a new writer,
 // named after the slot and a generation ("a3").
-type managerSlot struct {
-	name, binary, kubeconfig, logDir string
-	args                             []string
+type Slot struct {
+	// Kubeconfig is the file the processes reach the API server with,
+	// from the next start on; empty means the environment's KUBECONFIG.
+	Kubeconfig string
+
+	name, binary, logDir string
+	args                 []string
 
 	mu         sync.Mutex
 	generation int
@@ -48,22 +54,24 @@ type managerSlot struct {
 	exits int
 }
 
-func newManagerSlot(name, binary, kubeconfig, logDir string, args ...string) *managerSlot {
-	return &managerSlot{name: name, binary: binary, kubeconfig: kubeconfig, logDir: logDir, args: args, deaths: map[string]time.Time{}}
+// NewSlot returns a slot named name that runs binary with args and writes
+// each process's output to a file in logDir.
+func NewSlot(name, binary, logDir string, args ...string) *Slot {
+	return &Slot{name: name, binary: binary, logDir: logDir, args: args, deaths: map[string]time.Time{}}
 }
 
-// writer names the slot's current process.
-func (s *managerSlot) writer() string {
+// Writer names the slot's current process.
+func (s *Slot) Writer() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.writerLocked()
 }
 
-func (s *managerSlot) writerLocked() string { return fmt.Sprintf("%s%d", s.name, s.generation) }
+func (s *Slot) writerLocked() string { return fmt.Sprintf("%s%d", s.name, s.generation) }
 
-// start runs a new process in its own process group, logging to a file
+// Start runs a new process in its own process group, logging to a file
 // named after its writer.
-func (s *managerSlot) start() error {
+func (s *Slot) Start() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.generation++
@@ -72,7 +80,10 @@ func (s *managerSlot) start() error {
 		return err
 	}
 	cmd := exec.Command(s.binary, s.args...)
-	cmd.Env = append(os.Environ(), "KUBECONFIG="+s.kubeconfig)
+	cmd.Env = os.Environ()
+	if s.Kubeconfig != "" {
+		cmd.Env = append(cmd.Env, "KUBECONFIG="+s.Kubeconfig)
+	}
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
@@ -96,8 +107,8 @@ func (s *managerSlot) start() error {
 	return nil
 }
 
-// alive reports whether the current process runs.
-func (s *managerSlot) alive() bool {
+// Alive reports whether the current process runs.
+func (s *Slot) Alive() bool {
 	s.mu.Lock()
 	exited := s.exited
 	s.mu.Unlock()
@@ -112,9 +123,9 @@ func (s *managerSlot) alive() bool {
 	}
 }
 
-// kill sends SIGKILL to the current process's group, waits for it to be
+// Kill sends SIGKILL to the current process's group, waits for it to be
 // gone, and returns the writer it was and when it was killed.
-func (s *managerSlot) kill() (string, time.Time) {
+func (s *Slot) Kill() (string, time.Time) {
 	s.mu.Lock()
 	writer, cmd, exited := s.writerLocked(), s.cmd, s.exited
 	at := time.Now()
@@ -129,24 +140,24 @@ func (s *managerSlot) kill() (string, time.Time) {
 	return writer, at
 }
 
-// death says when writer was killed or exited, if it did.
-func (s *managerSlot) death(writer string) (time.Time, bool) {
+// Death says when writer was killed or exited, if it did.
+func (s *Slot) Death(writer string) (time.Time, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	at, ok := s.deaths[writer]
 	return at, ok
 }
 
-// selfExits counts the processes that exited without being killed.
-func (s *managerSlot) selfExits() int {
+// SelfExits counts the processes that exited without being killed.
+func (s *Slot) SelfExits() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.exits
 }
 
-// logTail is the end of every log the slot's processes wrote, for a
+// LogTail is the end of every log the slot's processes wrote, for a
 // failing test's report.
-func (s *managerSlot) logTail(lines int) string {
+func (s *Slot) LogTail(lines int) string {
 	var b strings.Builder
 	s.mu.Lock()
 	generations := s.generation
@@ -162,3 +173,16 @@ func (s *managerSlot) logTail(lines int) string {
 	}
 	return b.String()
 }
+
+// PID is the current process's ID, 0 before the first start.
+func (s *Slot) PID() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cmd == nil {
+		return 0
+	}
+	return s.cmd.Process.Pid
+}
+
+// Name is the slot's name, the prefix of its writers.
+func (s *Slot) Name() string { return s.name }
