@@ -62,6 +62,10 @@ type Config struct {
 	// only at its next discovery, up to 30 s on, and dependents of objects
 	// deleted meanwhile wait on its backoff).
 	BeforeControllers func(*rest.Config) error
+	// AuditPolicy, when set, is a kube-apiserver audit policy (YAML): the
+	// API server then writes the events it selects, as JSON lines, to
+	// AuditLogPath.
+	AuditPolicy string
 }
 
 // Cluster is a running local control plane.
@@ -339,8 +343,16 @@ func (c *Cluster) startEtcd(clientPort, peerPort int) error {
 	return c.start("etcd", c.cfg.Binaries.Etcd, args...)
 }
 
+// AuditLogPath is the API server's audit log, written when
+// Config.AuditPolicy is set.
+func (c *Cluster) AuditLogPath() string { return filepath.Join(c.Dir, "audit.log") }
+
 func (c *Cluster) startAPIServer(certs pki, etcdPort, port int) error {
-	return c.start("kube-apiserver", c.cfg.Binaries.APIServer,
+	args, err := c.auditArgs()
+	if err != nil {
+		return err
+	}
+	return c.start("kube-apiserver", c.cfg.Binaries.APIServer, append(args,
 		"--etcd-servers="+fmt.Sprintf("http://127.0.0.1:%d", etcdPort),
 		// With a real node, the API server listens on the node's bridge and
 		// advertises it: pods reach it through the kubernetes Service, whose
@@ -361,7 +373,24 @@ func (c *Cluster) startAPIServer(certs pki, etcdPort, port int) error {
 		"--service-cluster-ip-range="+serviceClusterIPRange,
 		"--authorization-mode=RBAC,Node",
 		"--profiling=false",
-	)
+	)...)
+}
+
+// auditArgs writes the audit policy, if any, and returns the flags that
+// turn auditing on.
+func (c *Cluster) auditArgs() ([]string, error) {
+	if c.cfg.AuditPolicy == "" {
+		return nil, nil
+	}
+	policy := filepath.Join(c.Dir, "audit-policy.yaml")
+	if err := os.WriteFile(policy, []byte(c.cfg.AuditPolicy), 0o600); err != nil {
+		return nil, fmt.Errorf("writing audit policy: %w", err)
+	}
+	return []string{
+		"--audit-policy-file=" + policy,
+		"--audit-log-path=" + c.AuditLogPath(),
+		"--audit-log-format=json",
+	}, nil
 }
 
 func (c *Cluster) startControllerManager(certs pki, port int) error {
