@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -39,6 +40,16 @@ const (
 	PrometheusCAFileEnv          = "PROMETHEUS_CA_FILE"
 )
 
+// DefaultKubeAPIQPS turns the client-side rate limit off, as
+// controller-runtime does by default: the API server's priority and
+// fairness shares its capacity between clients, and `make bench-scale`
+// (docs/benchmarks.md) shows the operator keeping pace with the cluster
+// without one. A positive --kube-api-qps turns one on.
+const DefaultKubeAPIQPS = -1
+
+// DefaultKubeAPIBurst is the burst of a client-side rate limit, when one is on.
+const DefaultKubeAPIBurst = 100
+
 // LeaderElectionID names the Lease that elects the active manager.
 const LeaderElectionID = "dbpilot.dbpilot.io"
 
@@ -50,6 +61,10 @@ type Options struct {
 	LeaderElection          bool
 	LeaderElectionNamespace string
 	MaxConcurrentReconciles int
+	// KubeAPIQPS and KubeAPIBurst rate-limit the manager's requests to
+	// the API server on the client side, when KubeAPIQPS is positive.
+	KubeAPIQPS              float64
+	KubeAPIBurst            int
 	WatchNamespaces         string
 	GracefulShutdownTimeout time.Duration
 
@@ -76,6 +91,8 @@ func Default() *Options {
 		HealthProbeBindAddress:    ":8081",
 		LeaderElection:            InCluster(),
 		MaxConcurrentReconciles:   4,
+		KubeAPIQPS:                DefaultKubeAPIQPS,
+		KubeAPIBurst:              DefaultKubeAPIBurst,
 		WatchNamespaces:           os.Getenv(WatchNamespaceEnv),
 		GracefulShutdownTimeout:   30 * time.Second,
 		PrometheusURL:             os.Getenv(PrometheusURLEnv),
@@ -97,6 +114,8 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.BoolVar(&o.LeaderElection, "leader-elect", o.LeaderElection, "Elect one active manager through a Lease (default on in a cluster).")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "Namespace of the leader election Lease (default: the manager's own namespace).")
 	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles, "How many Databases are reconciled at once.")
+	fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Requests per second the manager sends the API server at most, on average, per resource type; negative: no client-side limit, the API server's priority and fairness governs.")
+	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Requests the manager may send the API server in a burst above --kube-api-qps.")
 	fs.StringVar(&o.WatchNamespaces, "watch-namespaces", o.WatchNamespaces, "Comma-separated namespaces to watch, empty for all (default: $"+WatchNamespaceEnv+", as set by OLM).")
 	fs.DurationVar(&o.GracefulShutdownTimeout, "graceful-shutdown-timeout", o.GracefulShutdownTimeout, "How long running reconciles may take to finish on shutdown.")
 	fs.StringVar(&o.PrometheusURL, "prometheus-url", o.PrometheusURL, "Prometheus the auto-pilot reads metrics from (default $"+PrometheusURLEnv+"); without it the auto-pilot holds and says so.")
@@ -107,6 +126,13 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.AutopilotInterval, "autopilot-interval", o.AutopilotInterval, "Time between two auto-pilot evaluations of every Database.")
 	fs.DurationVar(&o.AutopilotFlapWindow, "autopilot-flap-window", o.AutopilotFlapWindow, "How long after a scale-up the auto-pilot waits before any scale-down (and before its first one), and how far ahead the load's trend must fit a smaller size.")
 	fs.DurationVar(&o.AutopilotSettleTime, "autopilot-settle-time", o.AutopilotSettleTime, "How long after a change the auto-pilot waits for the metrics to reflect it (Prometheus' rate window plus a scrape).")
+}
+
+// RESTConfig sets the client-side rate limit, or its absence, on cfg.
+func (o *Options) RESTConfig(cfg *rest.Config) *rest.Config {
+	out := rest.CopyConfig(cfg)
+	out.QPS, out.Burst = float32(o.KubeAPIQPS), o.KubeAPIBurst
+	return out
 }
 
 // Namespaces returns the watched namespaces, or nil for all of them.
@@ -137,6 +163,9 @@ func (o *Options) ManagerOptions() (ctrl.Options, error) {
 	if o.AutopilotInterval < time.Second {
 		return ctrl.Options{}, fmt.Errorf("--autopilot-interval must be at least 1s, got %s", o.AutopilotInterval)
 	}
+	if o.KubeAPIQPS == 0 || (o.KubeAPIQPS > 0 && o.KubeAPIBurst < 1) {
+		return ctrl.Options{}, fmt.Errorf("--kube-api-qps must be positive (a limit, with --kube-api-burst at least 1) or negative (none), got %g and burst %d", o.KubeAPIQPS, o.KubeAPIBurst)
+	}
 	if o.MaxConcurrentReconciles < 1 {
 		return ctrl.Options{}, fmt.Errorf("--max-concurrent-reconciles must be at least 1, got %d", o.MaxConcurrentReconciles)
 	}
@@ -151,16 +180,22 @@ func (o *Options) ManagerOptions() (ctrl.Options, error) {
 	// Only the objects dbpilot labelled are cached: it never holds every
 	// pod, claim, ConfigMap or Secret of the cluster in memory. A user's own
 	// credentials Secret is read directly.
-	managed := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{dbpilotv1alpha1.LabelManagedBy: dbpilotv1alpha1.ManagedByValue})}
+	//
+	// The objects dbpilot server-side applies keep their managed fields, from
+	// which it extracts what it owns; the others (read, created once or merge
+	// patched) are cached without them, a third of a pod's size.
+	managed := labels.SelectorFromSet(labels.Set{dbpilotv1alpha1.LabelManagedBy: dbpilotv1alpha1.ManagedByValue})
+	stripped := cache.TransformStripManagedFields()
 	cacheOptions := cache.Options{
 		ByObject: map[client.Object]cache.ByObject{
-			&corev1.Secret{}:                {Label: managed.Label},
-			&corev1.Pod{}:                   {Label: managed.Label},
-			&corev1.PersistentVolumeClaim{}: {Label: managed.Label},
-			&corev1.ConfigMap{}:             {Label: managed.Label},
-			&corev1.Service{}:               {Label: managed.Label},
-			&appsv1.StatefulSet{}:           {Label: managed.Label},
-			&policyv1.PodDisruptionBudget{}: {Label: managed.Label},
+			&dbpilotv1alpha1.Database{}:     {Transform: stripped},
+			&corev1.Secret{}:                {Label: managed, Transform: stripped},
+			&corev1.Pod{}:                   {Label: managed, Transform: stripped},
+			&corev1.PersistentVolumeClaim{}: {Label: managed, Transform: stripped},
+			&corev1.ConfigMap{}:             {Label: managed},
+			&corev1.Service{}:               {Label: managed},
+			&appsv1.StatefulSet{}:           {Label: managed},
+			&policyv1.PodDisruptionBudget{}: {Label: managed},
 		},
 	}
 	if namespaces := o.Namespaces(); len(namespaces) > 0 {

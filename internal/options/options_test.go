@@ -4,6 +4,8 @@ import (
 	"flag"
 	"slices"
 	"testing"
+
+	"k8s.io/client-go/rest"
 )
 
 func TestWatchNamespacesFromFlag(t *testing.T) {
@@ -63,5 +65,25 @@ func TestPrometheusFromEnvironment(t *testing.T) {
 	opts := Default()
 	if opts.PrometheusURL != "https://prometheus.monitoring.svc:9091" || opts.PrometheusBearerTokenFile != "/var/run/secrets/tokens/prometheus" {
 		t.Errorf("Prometheus settings not taken from the environment: %+v", opts)
+	}
+}
+
+func TestClientRateLimit(t *testing.T) {
+	opts := Default()
+	if got := opts.RESTConfig(&rest.Config{}); got.QPS >= 0 {
+		t.Errorf("default QPS %g: want no client-side limit (negative)", got.QPS)
+	}
+	opts.KubeAPIQPS, opts.KubeAPIBurst = 30, 60
+	if got := opts.RESTConfig(&rest.Config{}); got.QPS != 30 || got.Burst != 60 {
+		t.Errorf("--kube-api-qps=30 --kube-api-burst=60 gave QPS %g burst %d", got.QPS, got.Burst)
+	}
+	for _, c := range []struct {
+		qps   float64
+		burst int
+	}{{0, 100}, {10, 0}} {
+		opts.KubeAPIQPS, opts.KubeAPIBurst = c.qps, c.burst
+		if _, err := opts.ManagerOptions(); err == nil {
+			t.Errorf("accepted --kube-api-qps=%g --kube-api-burst=%d", c.qps, c.burst)
+		}
 	}
 }
