@@ -4,7 +4,9 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/utils/ptr"
 
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
@@ -147,6 +149,34 @@ func TestSynchronousReplicationConfig(t *testing.T) {
 		args := strings.Join(desired.PodTemplate(db, imagecatalog.Default()).Spec.Containers[0].Args, " ")
 		if semiSync := strings.Contains(args, "--semi-sync"); semiSync != (tc.count > 0 && tc.engine != dbpilotv1alpha1.EnginePostgres) {
 			t.Errorf("%s synchronous %d: instance arguments %s", tc.engine, tc.count, args)
+		}
+	}
+}
+
+// TestStatefulSetsShareNoMaps: the client decodes the API server's answer
+// into the applied configuration, so two StatefulSets being applied at once
+// (one per reconcile worker) must not share a map, nor requests with limits:
+// a shared one is written concurrently, which crashes the manager.
+func TestStatefulSetsShareNoMaps(t *testing.T) {
+	db := database(dbpilotv1alpha1.EnginePostgres, dbpilotv1alpha1.TierSmall, 2)
+	first := desired.StatefulSet(db, desired.StatefulSetOptions{Images: imagecatalog.Default()})
+	const marker = corev1.ResourceName("example.com/written-by-another-worker")
+	var containers []corev1ac.ContainerApplyConfiguration
+	containers = append(containers, first.Spec.Template.Spec.InitContainers...)
+	containers = append(containers, first.Spec.Template.Spec.Containers...)
+	for _, c := range containers {
+		if c.Resources == nil || c.Resources.Requests == nil || c.Resources.Limits == nil {
+			t.Fatalf("container %s has no requests or limits", *c.Name)
+		}
+		(*c.Resources.Requests)[marker] = resource.MustParse("1")
+		if _, shared := (*c.Resources.Limits)[marker]; shared {
+			t.Errorf("container %s: requests and limits are one map", *c.Name)
+		}
+	}
+	second := desired.StatefulSet(db, desired.StatefulSetOptions{Images: imagecatalog.Default()})
+	for _, c := range append(second.Spec.Template.Spec.InitContainers, second.Spec.Template.Spec.Containers...) {
+		if _, shared := (*c.Resources.Requests)[marker]; shared {
+			t.Errorf("container %s: its requests are shared between StatefulSets", *c.Name)
 		}
 	}
 }

@@ -159,10 +159,14 @@ func PodTemplate(db *dbpilotv1alpha1.Database, images imagecatalog.Catalog) *cor
 
 // instanceCopyResources are the copy's requests and limits: equal, so the
 // pod stays in the Guaranteed QoS class; an init container's resources do
-// not add to the pod's.
-var instanceCopyResources = corev1.ResourceList{
-	corev1.ResourceCPU:    resource.MustParse("100m"),
-	corev1.ResourceMemory: resource.MustParse("64Mi"),
+// not add to the pod's. A new map on every call: the client decodes the
+// API server's answer into what it applied, and reconcile workers apply
+// at once.
+func instanceCopyResources() corev1.ResourceList {
+	return corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse("100m"),
+		corev1.ResourceMemory: resource.MustParse("64Mi"),
+	}
 }
 
 func instanceCopyContainer(images imagecatalog.Catalog) *corev1ac.ContainerApplyConfiguration {
@@ -171,7 +175,7 @@ func instanceCopyContainer(images imagecatalog.Catalog) *corev1ac.ContainerApply
 		WithImage(images.Instance).
 		WithImagePullPolicy(corev1.PullIfNotPresent).
 		WithCommand(layout.ProgramInOperatorImage, layout.CommandCopy, layout.InstanceBinary).
-		WithResources(corev1ac.ResourceRequirements().WithRequests(instanceCopyResources).WithLimits(instanceCopyResources)).
+		WithResources(corev1ac.ResourceRequirements().WithRequests(instanceCopyResources()).WithLimits(instanceCopyResources())).
 		WithSecurityContext(restrictedContainer()).
 		WithVolumeMounts(corev1ac.VolumeMount().WithName(binVolumeName).WithMountPath(layout.BinDir))
 }
@@ -189,7 +193,10 @@ func restrictedContainer() *corev1ac.SecurityContextApplyConfiguration {
 func databaseContainer(db *dbpilotv1alpha1.Database, images imagecatalog.Catalog) *corev1ac.ContainerApplyConfiguration {
 	profile, _ := db.Spec.Engine.Profile()
 	size, _ := db.EffectiveTier().Size()
-	resources := corev1.ResourceList{corev1.ResourceCPU: size.CPU, corev1.ResourceMemory: size.Memory}
+	// Requests and limits are equal (Guaranteed QoS), in two maps.
+	resources := func() corev1.ResourceList {
+		return corev1.ResourceList{corev1.ResourceCPU: size.CPU, corev1.ResourceMemory: size.Memory}
+	}
 	_, backupMounts := backupVolumes(db)
 	container := corev1ac.Container().
 		WithName(DatabaseContainerName).
@@ -202,7 +209,7 @@ func databaseContainer(db *dbpilotv1alpha1.Database, images imagecatalog.Catalog
 			corev1ac.ContainerPort().WithName(portName).WithContainerPort(profile.Port).WithProtocol(corev1.ProtocolTCP),
 			corev1ac.ContainerPort().WithName(layout.ProbePortName).WithContainerPort(layout.ProbePort).WithProtocol(corev1.ProtocolTCP),
 			corev1ac.ContainerPort().WithName(layout.MetricsPortName).WithContainerPort(layout.MetricsPort).WithProtocol(corev1.ProtocolTCP)).
-		WithResources(corev1ac.ResourceRequirements().WithRequests(resources).WithLimits(resources)).
+		WithResources(corev1ac.ResourceRequirements().WithRequests(resources()).WithLimits(resources())).
 		WithSecurityContext(restrictedContainer()).
 		// The instance program answers the probes: alive while it runs (it
 		// exits with the engine), ready while the engine accepts sessions
