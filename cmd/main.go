@@ -14,6 +14,7 @@ import (
 
 	"github.com/dbpilot/dbpilot/controllers"
 	"github.com/dbpilot/dbpilot/internal/imagecatalog"
+	"github.com/dbpilot/dbpilot/internal/memlimit"
 	"github.com/dbpilot/dbpilot/internal/options"
 )
 
@@ -26,12 +27,17 @@ func main() {
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&zapOpts)))
 	setupLog := ctrl.Log.WithName("setup")
 
+	memoryLimit, err := memlimit.FromEnvironment()
+	if err != nil {
+		setupLog.Error(err, "Invalid memory limit")
+		os.Exit(2)
+	}
 	mgrOptions, err := opts.ManagerOptions()
 	if err != nil {
 		setupLog.Error(err, "Invalid flags")
 		os.Exit(2)
 	}
-	mgr, err := ctrl.NewManager(ctrl.GetConfigOrDie(), mgrOptions)
+	mgr, err := ctrl.NewManager(opts.RESTConfig(ctrl.GetConfigOrDie()), mgrOptions)
 	if err != nil {
 		setupLog.Error(err, "Unable to create manager")
 		os.Exit(1)
@@ -75,7 +81,7 @@ func main() {
 		setupLog.Error(err, "Unable to set up ready check")
 		os.Exit(1)
 	}
-	setupLog.Info("Starting manager", "watchNamespaces", fmt.Sprint(opts.WatchNamespaces), "leaderElection", opts.LeaderElection, "prometheus", opts.PrometheusURL != "")
+	setupLog.Info("Starting manager", "watchNamespaces", fmt.Sprint(opts.WatchNamespaces), "leaderElection", opts.LeaderElection, "prometheus", opts.PrometheusURL != "", "goMemoryLimitBytes", memoryLimit)
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		setupLog.Error(err, "Manager stopped with an error")
 		os.Exit(1)
