@@ -7,14 +7,12 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
@@ -42,39 +40,15 @@ func run(m *testing.M) (code int) {
 	logf.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.Level(zapLevel())))
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	root, err := localcluster.RepoRoot()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
 	// The CRDs go in before the controller manager starts, so its garbage
 	// collector knows Databases from the first test on.
-	c, err := localcluster.Start(ctx, localcluster.Config{BeforeControllers: func(cfg *rest.Config) error {
-		_, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{
-			Paths:              []string{filepath.Join(root, "config", "crd", "bases")},
-			ErrorIfPathMissing: true,
-		})
-		return err
-	}})
+	c, err := localcluster.Start(ctx, localcluster.Config{BeforeControllers: localcluster.InstallRepositoryCRDs})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "starting control plane: %v\n", err)
 		return 1
 	}
 	code = 1
-	defer func() {
-		stop := c.Stop
-		if code != 0 {
-			stop = c.StopKeepingLogs
-			fmt.Fprintf(os.Stderr, "control plane logs kept in %s\n", c.LogDir())
-		}
-		if err := stop(); err != nil {
-			fmt.Fprintf(os.Stderr, "stopping control plane: %v\n", err)
-		}
-		if err := c.CheckStopped(); err != nil {
-			fmt.Fprintf(os.Stderr, "processes left running: %v\n", err)
-			code = 1
-		}
-	}()
+	defer c.StopAfterTests(&code)
 	restConfig, kubeconfigPath, cluster = c.RESTConfig, c.KubeconfigPath, c
 	scheme, err := options.Scheme()
 	if err != nil {

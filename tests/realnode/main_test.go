@@ -9,16 +9,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"go.uber.org/zap/zapcore"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
@@ -54,20 +51,9 @@ func run(m *testing.M) (code int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	start := time.Now()
-	root, err := localcluster.RepoRoot()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
 	// The CRDs go in before the controller manager starts, so its garbage
 	// collector knows Databases from the first test on.
-	c, err := localcluster.Start(ctx, localcluster.Config{RealNode: true, BeforeControllers: func(cfg *rest.Config) error {
-		_, err := envtest.InstallCRDs(cfg, envtest.CRDInstallOptions{
-			Paths:              []string{filepath.Join(root, "config", "crd", "bases")},
-			ErrorIfPathMissing: true,
-		})
-		return err
-	}})
+	c, err := localcluster.Start(ctx, localcluster.Config{RealNode: true, BeforeControllers: localcluster.InstallRepositoryCRDs})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "starting control plane with a real node: %v\n", err)
 		return 1
@@ -75,21 +61,7 @@ func run(m *testing.M) (code int) {
 	fmt.Fprintf(os.Stderr, "control plane and real node up in %.1fs\n", time.Since(start).Seconds())
 	cluster = c
 	code = 1
-	defer func() {
-		stop := c.Stop
-		if code != 0 {
-			stop = c.StopKeepingLogs
-			fmt.Fprintf(os.Stderr, "control plane logs kept in %s\n", c.LogDir())
-		}
-		if err := stop(); err != nil {
-			fmt.Fprintf(os.Stderr, "stopping control plane: %v\n", err)
-			code = 1
-		}
-		if err := c.CheckStopped(); err != nil {
-			fmt.Fprintf(os.Stderr, "processes left running: %v\n", err)
-			code = 1
-		}
-	}()
+	defer c.StopAfterTests(&code)
 	start = time.Now()
 	if images, err = c.PushDbpilotImages(ctx); err != nil {
 		fmt.Fprintln(os.Stderr, err)
