@@ -137,6 +137,13 @@ test-chaos: controlplane ## The long chaos run: CHAOS_OPS lifecycle operations w
 bench-reconcile: controlplane manifests ## Print the time from create to Available for 1 and for 50 Databases.
 	$(GO) test -count=1 -run '^$$' -bench BenchmarkCreateToAvailable -benchtime 1x -timeout 30m ./tests/e2e/
 
+N ?= 1000
+.PHONY: bench-scale
+bench-scale: controlplane manifests ## N Databases under the manager binary next to a raw client creating the same children: convergence, memory, CPU, API requests, steady-state writes; ends with the scale line.
+	@mkdir -p out
+	DBPILOT_SCALE_N=$(N) $(GO) test -count=1 -run '^$$' -bench BenchmarkScale -benchtime 1x -timeout 90m ./tests/scale/ > out/bench-scale.log 2>&1 || { tail -n 60 out/bench-scale.log; exit 1; }
+	@grep -E '^(raw|operator|scale) ' out/bench-scale.log
+
 .PHONY: demo-autopilot
 demo-autopilot: controlplane manifests deps ## Watch the auto-pilot scale a Database hands-off: local control plane, real Prometheus, a replayed load trace.
 	$(GO) run ./hack/demo-autopilot $(DEMO_FLAGS)
