@@ -112,7 +112,7 @@ func createRawChildren(ctx context.Context, cs kubernetes.Interface, db *dbpilot
 // goroutine per Database, and each namespace's metrics Secret.
 func createRaw(ctx context.Context, cs kubernetes.Interface, dbs []*dbpilotv1alpha1.Database) error {
 	images := imagecatalog.Default()
-	errs := make(chan error, len(dbs)+len(dbs))
+	errs := make(chan error, 2*len(dbs)) // at most one per Database and one per namespace
 	var wg sync.WaitGroup
 	seen := map[string]bool{}
 	for _, db := range dbs {

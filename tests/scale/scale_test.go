@@ -238,7 +238,7 @@ func runOperator(ctx context.Context, b testing.TB, cfg *rest.Config, prefix str
 	args := []string{"--leader-elect=false", "--metrics-secure=false", "--metrics-bind-address=" + metricsAddress,
 		"--health-probe-bind-address=" + probeAddress, "--zap-log-level=error"}
 	if extra := os.Getenv(managerArgsEnv); extra != "" {
-		args = append(args, splitArgs(extra)...)
+		args = append(args, strings.Fields(extra)...)
 	}
 	manager := managerprocess.NewSlot("scale", binary, dir, args...)
 	manager.Kubeconfig = kubeconfig
@@ -393,6 +393,3 @@ func waitReady(b testing.TB, url string) {
 		time.Sleep(200 * time.Millisecond)
 	}
 }
-
-// splitArgs splits a space-separated flag list.
-func splitArgs(s string) []string { return strings.Fields(s) }
