@@ -12,17 +12,39 @@ import (
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
 )
 
-// applyIfChanged server-side applies desired unless the fields this
-// reconciler already owns on the live object (extracted from its managed
-// fields) equal it, so a pass that changes nothing writes nothing. extract is
-// nil when the object does not exist yet. It reports whether it wrote.
-func applyIfChanged[T runtime.ApplyConfiguration](ctx context.Context, c client.Client, desired T, extract func() (T, error)) (bool, error) {
-	if extract != nil {
-		current, err := extract()
+// liveOwned is what the reconciler owns on a live object: the hash of its
+// owned fields, which the cache records (TransformOwnedFields), or else a
+// way to extract them from the object's managed fields.
+type liveOwned[T any] struct {
+	hash    string
+	extract func() (T, error)
+}
+
+// matches reports whether desired sets exactly the fields, to exactly the
+// values, that the reconciler owns on the live object.
+func (o *liveOwned[T]) matches(desired T) (bool, error) {
+	if o.hash != "" {
+		hash, err := OwnedFieldsHash(desired)
+		return hash == o.hash, err
+	}
+	current, err := o.extract()
+	if err != nil {
+		return false, fmt.Errorf("extracting owned fields: %w", err)
+	}
+	return equality.Semantic.DeepEqual(current, desired), nil
+}
+
+// applyIfChanged server-side applies desired unless it is what this
+// reconciler already owns on the live object, so a pass that changes
+// nothing writes nothing. owned is nil when the object does not exist yet.
+// It reports whether it wrote.
+func applyIfChanged[T runtime.ApplyConfiguration](ctx context.Context, c client.Client, desired T, owned *liveOwned[T]) (bool, error) {
+	if owned != nil {
+		same, err := owned.matches(desired)
 		if err != nil {
-			return false, fmt.Errorf("extracting owned fields: %w", err)
+			return false, err
 		}
-		if equality.Semantic.DeepEqual(current, desired) {
+		if same {
 			return false, nil
 		}
 	}

@@ -19,13 +19,13 @@ import (
 func (r *DatabaseReconciler) reconcileConfigMap(ctx context.Context, s *scope) (ctrl.Result, error) {
 	cm := desired.ConfigMap(s.db)
 	existing := &corev1.ConfigMap{}
-	extract, err := extractor(ctx, r.Client, *cm.Namespace, *cm.Name, existing, func() (*corev1ac.ConfigMapApplyConfiguration, error) {
+	owned, err := extractor(ctx, r.Client, *cm.Namespace, *cm.Name, existing, func() (*corev1ac.ConfigMapApplyConfiguration, error) {
 		return corev1ac.ExtractConfigMap(existing, FieldOwner)
 	})
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if _, err := applyIfChanged(ctx, r.Client, cm, extract); err != nil {
+	if _, err := applyIfChanged(ctx, r.Client, cm, owned); err != nil {
 		return ctrl.Result{}, fmt.Errorf("applying ConfigMap: %w", err)
 	}
 	return ctrl.Result{}, nil
@@ -39,13 +39,13 @@ func (r *DatabaseReconciler) reconcileServices(ctx context.Context, s *scope) (c
 		desired.ReadOnlyService(s.db, s.replicas),
 	} {
 		existing := &corev1.Service{}
-		extract, err := extractor(ctx, r.Client, *svc.Namespace, *svc.Name, existing, func() (*corev1ac.ServiceApplyConfiguration, error) {
+		owned, err := extractor(ctx, r.Client, *svc.Namespace, *svc.Name, existing, func() (*corev1ac.ServiceApplyConfiguration, error) {
 			return corev1ac.ExtractService(existing, FieldOwner)
 		})
 		if err != nil {
 			return ctrl.Result{}, err
 		}
-		if _, err := applyIfChanged(ctx, r.Client, svc, extract); err != nil {
+		if _, err := applyIfChanged(ctx, r.Client, svc, owned); err != nil {
 			return ctrl.Result{}, fmt.Errorf("applying Service %s: %w", *svc.Name, err)
 		}
 	}
@@ -58,14 +58,14 @@ func (r *DatabaseReconciler) reconcileServices(ctx context.Context, s *scope) (c
 func (r *DatabaseReconciler) reconcilePodDisruptionBudget(ctx context.Context, s *scope) (ctrl.Result, error) {
 	pdb := desired.PodDisruptionBudget(s.db)
 	existing := &policyv1.PodDisruptionBudget{}
-	extract, err := extractor(ctx, r.Client, *pdb.Namespace, *pdb.Name, existing, func() (*policyv1ac.PodDisruptionBudgetApplyConfiguration, error) {
+	owned, err := extractor(ctx, r.Client, *pdb.Namespace, *pdb.Name, existing, func() (*policyv1ac.PodDisruptionBudgetApplyConfiguration, error) {
 		return policyv1ac.ExtractPodDisruptionBudget(existing, FieldOwner)
 	})
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	if !desired.NeedsPodDisruptionBudget(s.replicas) {
-		if extract == nil {
+		if owned == nil {
 			return ctrl.Result{}, nil
 		}
 		if err := r.Client.Delete(ctx, existing); client.IgnoreNotFound(err) != nil {
@@ -73,16 +73,15 @@ func (r *DatabaseReconciler) reconcilePodDisruptionBudget(ctx context.Context, s
 		}
 		return ctrl.Result{}, nil
 	}
-	if _, err := applyIfChanged(ctx, r.Client, pdb, extract); err != nil {
+	if _, err := applyIfChanged(ctx, r.Client, pdb, owned); err != nil {
 		return ctrl.Result{}, fmt.Errorf("applying PodDisruptionBudget: %w", err)
 	}
 	return ctrl.Result{}, nil
 }
 
-// extractor reads the live object into existing and returns a function that
-// extracts the fields this reconciler owns, or nil when the object does not
-// exist.
-func extractor[T any](ctx context.Context, c client.Client, namespace, name string, existing client.Object, extract func() (T, error)) (func() (T, error), error) {
+// extractor reads the live object into existing and returns what the
+// reconciler owns on it, or nil when the object does not exist.
+func extractor[T any](ctx context.Context, c client.Client, namespace, name string, existing client.Object, extract func() (T, error)) (*liveOwned[T], error) {
 	err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, existing)
 	if apierrors.IsNotFound(err) {
 		return nil, nil
@@ -90,5 +89,5 @@ func extractor[T any](ctx context.Context, c client.Client, namespace, name stri
 	if err != nil {
 		return nil, fmt.Errorf("reading %T %s: %w", existing, name, err)
 	}
-	return extract, nil
+	return &liveOwned[T]{hash: existing.GetAnnotations()[OwnedFieldsHashAnnotation], extract: extract}, nil
 }

@@ -24,8 +24,8 @@ const credentialsSecretIndex = "spec.credentialsSecretName"
 // watchUserSecrets makes a change to a user's credentials Secret (created,
 // keys added, deleted) reconcile the Databases that name it. The manager's
 // cache holds only the Secrets dbpilot labelled, so the user's Secrets are
-// watched by a cache of their own that keeps metadata only: names and
-// resource versions, never a value.
+// watched by a cache of their own that keeps each Secret's identity only
+// (secretIdentity): names and resource versions, never a value.
 func (r *DatabaseReconciler) watchUserSecrets(mgr ctrl.Manager, b *builder.Builder) (*builder.Builder, error) {
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &dbpilotv1alpha1.Database{}, credentialsSecretIndex,
 		func(obj client.Object) []string {
@@ -36,7 +36,8 @@ func (r *DatabaseReconciler) watchUserSecrets(mgr ctrl.Manager, b *builder.Build
 		}); err != nil {
 		return nil, fmt.Errorf("indexing Databases by credentials Secret: %w", err)
 	}
-	opts := cache.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), HTTPClient: mgr.GetHTTPClient()}
+	opts := cache.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), HTTPClient: mgr.GetHTTPClient(),
+		DefaultTransform: secretIdentity}
 	if len(r.Namespaces) > 0 {
 		opts.DefaultNamespaces = map[string]cache.Config{}
 		for _, ns := range r.Namespaces {
@@ -69,4 +70,25 @@ func (r *DatabaseReconciler) databasesNamingSecret(ctx context.Context, secret *
 		requests = append(requests, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
 	}
 	return requests
+}
+
+// secretIdentity trims a Secret's metadata to what names it and tells a
+// change: every Secret of the watched namespaces is in this cache, and
+// their labels, annotations and managed fields are most of their metadata.
+// The last-applied-configuration annotation kubectl apply writes holds a
+// Secret's values, so dropping annotations also keeps every value out of
+// the manager's memory.
+func secretIdentity(in any) (any, error) {
+	secret, ok := in.(*metav1.PartialObjectMetadata)
+	if !ok {
+		return in, nil
+	}
+	secret.ObjectMeta = metav1.ObjectMeta{
+		Name:              secret.Name,
+		Namespace:         secret.Namespace,
+		UID:               secret.UID,
+		ResourceVersion:   secret.ResourceVersion,
+		DeletionTimestamp: secret.DeletionTimestamp,
+	}
+	return secret, nil
 }

@@ -24,7 +24,7 @@ func (r *DatabaseReconciler) reconcileStatefulSet(ctx context.Context, s *scope)
 		return ctrl.Result{}, nil
 	}
 	existing := &appsv1.StatefulSet{}
-	extract, err := extractor(ctx, r.Client, db.Namespace, db.StatefulSetName(), existing, func() (*appsv1ac.StatefulSetApplyConfiguration, error) {
+	owned, err := extractor(ctx, r.Client, db.Namespace, db.StatefulSetName(), existing, func() (*appsv1ac.StatefulSetApplyConfiguration, error) {
 		return appsv1ac.ExtractStatefulSet(existing, FieldOwner)
 	})
 	if err != nil {
@@ -32,7 +32,7 @@ func (r *DatabaseReconciler) reconcileStatefulSet(ctx context.Context, s *scope)
 	}
 	var live *appsv1.StatefulSet
 	opts := desired.StatefulSetOptions{Images: r.images()}
-	if extract != nil {
+	if owned != nil {
 		live = existing
 		opts.ClaimSize = claimTemplateSize(existing)
 	}
@@ -55,7 +55,7 @@ func (r *DatabaseReconciler) reconcileStatefulSet(ctx context.Context, s *scope)
 	}
 	s.replicas = opts.Replicas
 	sts := desired.StatefulSet(db, opts)
-	wrote, err := applyIfChanged(ctx, r.Client, sts, extract)
+	wrote, err := applyIfChanged(ctx, r.Client, sts, owned)
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("applying StatefulSet: %w", err)
 	}

@@ -24,6 +24,7 @@ import (
 
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
 	"github.com/dbpilot/dbpilot/autopilot"
+	"github.com/dbpilot/dbpilot/controllers"
 )
 
 // WatchNamespaceEnv is the environment variable OLM fills from the
@@ -55,9 +56,12 @@ const LeaderElectionID = "dbpilot.dbpilot.io"
 
 // Options are the manager's command-line options.
 type Options struct {
-	MetricsBindAddress      string
-	MetricsSecure           bool
-	HealthProbeBindAddress  string
+	MetricsBindAddress     string
+	MetricsSecure          bool
+	HealthProbeBindAddress string
+	// PprofBindAddress serves Go's profiles (net/http/pprof) when set; they
+	// are unauthenticated, so the flag is for a developer's loopback only.
+	PprofBindAddress        string
 	LeaderElection          bool
 	LeaderElectionNamespace string
 	MaxConcurrentReconciles int
@@ -111,6 +115,7 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.MetricsBindAddress, "metrics-bind-address", o.MetricsBindAddress, "Address the metrics endpoint binds to; \"0\" disables it.")
 	fs.BoolVar(&o.MetricsSecure, "metrics-secure", o.MetricsSecure, "Serve metrics over HTTPS, only to clients that are authenticated and authorized to get /metrics.")
 	fs.StringVar(&o.HealthProbeBindAddress, "health-probe-bind-address", o.HealthProbeBindAddress, "Address of the /healthz and /readyz probes.")
+	fs.StringVar(&o.PprofBindAddress, "pprof-bind-address", o.PprofBindAddress, "Address to serve Go's pprof profiles on, unauthenticated, e.g. 127.0.0.1:6060; empty or \"0\" disables it (the default).")
 	fs.BoolVar(&o.LeaderElection, "leader-elect", o.LeaderElection, "Elect one active manager through a Lease (default on in a cluster).")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "Namespace of the leader election Lease (default: the manager's own namespace).")
 	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles, "How many Databases are reconciled at once.")
@@ -181,21 +186,23 @@ func (o *Options) ManagerOptions() (ctrl.Options, error) {
 	// pod, claim, ConfigMap or Secret of the cluster in memory. A user's own
 	// credentials Secret is read directly.
 	//
-	// The objects dbpilot server-side applies keep their managed fields, from
-	// which it extracts what it owns; the others (read, created once or merge
-	// patched) are cached without them, a third of a pod's size.
+	// No managed fields are cached, nor the pod specs dbpilot never reads
+	// (podForCache): they are most of an object's size. For the objects it
+	// server-side applies, the cache keeps the hash of the fields it owns
+	// instead (controllers.TransformOwnedFields).
 	managed := labels.SelectorFromSet(labels.Set{dbpilotv1alpha1.LabelManagedBy: dbpilotv1alpha1.ManagedByValue})
 	stripped := cache.TransformStripManagedFields()
+	owned := controllers.TransformOwnedFields()
 	cacheOptions := cache.Options{
 		ByObject: map[client.Object]cache.ByObject{
 			&dbpilotv1alpha1.Database{}:     {Transform: stripped},
 			&corev1.Secret{}:                {Label: managed, Transform: stripped},
-			&corev1.Pod{}:                   {Label: managed, Transform: stripped},
+			&corev1.Pod{}:                   {Label: managed, Transform: podForCache},
 			&corev1.PersistentVolumeClaim{}: {Label: managed, Transform: stripped},
-			&corev1.ConfigMap{}:             {Label: managed},
-			&corev1.Service{}:               {Label: managed},
-			&appsv1.StatefulSet{}:           {Label: managed},
-			&policyv1.PodDisruptionBudget{}: {Label: managed},
+			&corev1.ConfigMap{}:             {Label: managed, Transform: owned},
+			&corev1.Service{}:               {Label: managed, Transform: owned},
+			&appsv1.StatefulSet{}:           {Label: managed, Transform: owned},
+			&policyv1.PodDisruptionBudget{}: {Label: managed, Transform: owned},
 		},
 	}
 	if namespaces := o.Namespaces(); len(namespaces) > 0 {
@@ -209,6 +216,7 @@ func (o *Options) ManagerOptions() (ctrl.Options, error) {
 		Scheme:                        scheme,
 		Metrics:                       metrics,
 		HealthProbeBindAddress:        o.HealthProbeBindAddress,
+		PprofBindAddress:              o.PprofBindAddress,
 		LeaderElection:                o.LeaderElection,
 		LeaderElectionID:              LeaderElectionID,
 		LeaderElectionNamespace:       o.LeaderElectionNamespace,
