@@ -32,6 +32,7 @@ func main() {
 		setupLog.Error(err, "Invalid memory limit")
 		os.Exit(2)
 	}
+	gcPercent := memlimit.GCPercentFromEnvironment()
 	mgrOptions, err := opts.ManagerOptions()
 	if err != nil {
 		setupLog.Error(err, "Invalid flags")
@@ -81,7 +82,7 @@ func main() {
 		setupLog.Error(err, "Unable to set up ready check")
 		os.Exit(1)
 	}
-	setupLog.Info("Starting manager", "watchNamespaces", fmt.Sprint(opts.WatchNamespaces), "leaderElection", opts.LeaderElection, "prometheus", opts.PrometheusURL != "", "goMemoryLimitBytes", memoryLimit)
+	setupLog.Info("Starting manager", "watchNamespaces", fmt.Sprint(opts.WatchNamespaces), "leaderElection", opts.LeaderElection, "prometheus", opts.PrometheusURL != "", "goMemoryLimitBytes", memoryLimit, "goGCPercent", gcPercent)
 	if err := mgr.Start(ctrl.SetupSignalHandler()); err != nil {
 		setupLog.Error(err, "Manager stopped with an error")
 		os.Exit(1)

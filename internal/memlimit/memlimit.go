@@ -1,6 +1,8 @@
-// Package memlimit sets the Go runtime's soft memory limit a little below
-// the container's memory limit, so the garbage collector works harder as
-// the manager's caches grow instead of the kernel killing it.
+// Package memlimit sets the Go runtime's memory settings for the manager:
+// a soft memory limit a little below the container's memory limit, so the
+// garbage collector works harder as the manager's caches grow instead of
+// the kernel killing it, and a garbage collector target suited to a heap
+// that is mostly long-lived caches.
 package memlimit
 
 import (

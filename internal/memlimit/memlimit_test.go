@@ -1,6 +1,10 @@
 package memlimit
 
-import "testing"
+import (
+	"os"
+	"runtime/debug"
+	"testing"
+)
 
 func TestSoftLimit(t *testing.T) {
 	for _, c := range []struct {
@@ -27,4 +31,29 @@ func TestSoftLimit(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestGCPercent(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	t.Run("default", func(t *testing.T) {
+		t.Setenv(goGCEnv, "") // restored after the test
+		os.Unsetenv(goGCEnv)
+		debug.SetGCPercent(100)
+		if got := GCPercentFromEnvironment(); got != DefaultGCPercent {
+			t.Errorf("GCPercentFromEnvironment() = %d, want %d", got, DefaultGCPercent)
+		}
+		if now := debug.SetGCPercent(100); now != DefaultGCPercent {
+			t.Errorf("runtime GC percent %d, want %d", now, DefaultGCPercent)
+		}
+	})
+	t.Run("GOGC wins", func(t *testing.T) {
+		t.Setenv(goGCEnv, "200")
+		debug.SetGCPercent(200)
+		if got := GCPercentFromEnvironment(); got != 200 {
+			t.Errorf("GCPercentFromEnvironment() = %d with GOGC=200", got)
+		}
+		if now := debug.SetGCPercent(100); now != 200 {
+			t.Errorf("runtime GC percent %d, want GOGC's 200", now)
+		}
+	})
 }
