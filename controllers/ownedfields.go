@@ -64,12 +64,10 @@ func recordOwnedFields(meta *metav1.ObjectMeta, extract func() (any, error)) boo
 	if err != nil {
 		return false
 	}
-	annotations := make(map[string]string, len(meta.Annotations)+1)
-	for k, v := range meta.Annotations {
-		annotations[k] = v
+	if meta.Annotations == nil {
+		meta.Annotations = map[string]string{}
 	}
-	annotations[OwnedFieldsHashAnnotation] = hash
-	meta.Annotations = annotations
+	meta.Annotations[OwnedFieldsHashAnnotation] = hash
 	meta.ManagedFields = nil
 	return true
 }

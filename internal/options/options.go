@@ -187,9 +187,9 @@ func (o *Options) ManagerOptions() (ctrl.Options, error) {
 	// credentials Secret is read directly.
 	//
 	// No managed fields are cached, nor the pod specs dbpilot never reads
-	// (podForCache): they are most of an object's size. For the objects it
-	// server-side applies, the cache keeps the hash of the fields it owns
-	// instead (controllers.TransformOwnedFields).
+	// (controllers.TransformPodForCache): they are most of an object's size.
+	// For the objects it server-side applies, the cache keeps the hash of the
+	// fields it owns instead (controllers.TransformOwnedFields).
 	managed := labels.SelectorFromSet(labels.Set{dbpilotv1alpha1.LabelManagedBy: dbpilotv1alpha1.ManagedByValue})
 	stripped := cache.TransformStripManagedFields()
 	owned := controllers.TransformOwnedFields()
@@ -197,7 +197,7 @@ func (o *Options) ManagerOptions() (ctrl.Options, error) {
 		ByObject: map[client.Object]cache.ByObject{
 			&dbpilotv1alpha1.Database{}:     {Transform: stripped},
 			&corev1.Secret{}:                {Label: managed, Transform: stripped},
-			&corev1.Pod{}:                   {Label: managed, Transform: podForCache},
+			&corev1.Pod{}:                   {Label: managed, Transform: controllers.TransformPodForCache},
 			&corev1.PersistentVolumeClaim{}: {Label: managed, Transform: stripped},
 			&corev1.ConfigMap{}:             {Label: managed, Transform: owned},
 			&corev1.Service{}:               {Label: managed, Transform: owned},

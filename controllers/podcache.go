@@ -1,18 +1,19 @@
-package options
+package controllers
 
 import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// podForCache trims a pod to what dbpilot reads from its pods before the
-// pod enters the cache: the metadata (labels, annotations, owners, deletion)
-// without managed fields, the node, and the status it judges readiness,
-// roles, restores and the instance program's address by. The spec (images,
-// environment, probes, volumes) is most of a pod's size and is never read:
-// dbpilot decides what a pod should be from its StatefulSet. A field read
-// from a cached pod must be kept here; pods are only ever merge patched from
-// a cached copy, so a trimmed field is never written back.
-func podForCache(in any) (any, error) {
+// TransformPodForCache trims a pod to what dbpilot reads from its pods
+// before the pod enters the cache: the metadata (labels, annotations,
+// owners, deletion) without managed fields, the node, and the status it
+// judges readiness, roles, restores and the instance program's address by.
+// The spec (images, environment, probes, volumes) is most of a pod's size
+// and is never read: dbpilot decides what a pod should be from its
+// StatefulSet. A field read from a cached pod must be kept here; pods are
+// only ever merge patched from a cached copy, so a trimmed field is never
+// written back.
+func TransformPodForCache(in any) (any, error) {
 	pod, ok := in.(*corev1.Pod)
 	if !ok {
 		return in, nil

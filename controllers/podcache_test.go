@@ -1,4 +1,4 @@
-package options
+package controllers
 
 import (
 	"reflect"
@@ -43,7 +43,7 @@ func TestPodForCacheKeepsWhatIsRead(t *testing.T) {
 	want := pod.ObjectMeta.DeepCopy()
 	want.ManagedFields = nil
 
-	out, err := podForCache(pod.DeepCopy())
+	out, err := TransformPodForCache(pod.DeepCopy())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,8 +75,8 @@ func TestPodForCacheKeepsWhatIsRead(t *testing.T) {
 // deletion was missed goes through untouched.
 func TestPodForCachePassesOtherObjects(t *testing.T) {
 	tombstone := toolscache.DeletedFinalStateUnknown{Key: "shop/orders-0"}
-	out, err := podForCache(tombstone)
+	out, err := TransformPodForCache(tombstone)
 	if err != nil || out != tombstone {
-		t.Errorf("podForCache(tombstone) = %v, %v", out, err)
+		t.Errorf("TransformPodForCache(tombstone) = %v, %v", out, err)
 	}
 }
