@@ -20,6 +20,7 @@ import (
 
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
 	"github.com/dbpilot/dbpilot/autopilot"
+	"github.com/dbpilot/dbpilot/internal/storageclass"
 )
 
 // policyOf turns spec.autopilot into the engine's policy, with the CRD's
@@ -77,7 +78,7 @@ func (r *AutopilotRunner) expandable(ctx context.Context, db *dbpilotv1alpha1.Da
 	if err := r.Client.Get(ctx, client.ObjectKey{Namespace: db.Namespace, Name: db.ClaimName(0)}, claim); err != nil {
 		return false
 	}
-	ok, err := classAllowsExpansion(ctx, r.Client, claim)
+	ok, err := storageclass.AllowsExpansion(ctx, r.Client, claim)
 	return ok && err == nil
 }
 

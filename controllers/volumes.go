@@ -5,9 +5,10 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	storagev1 "k8s.io/api/storage/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/dbpilot/dbpilot/internal/storageclass"
 )
 
 // reconcileVolumes grows every claim of the Database to spec.storage.size.
@@ -26,7 +27,7 @@ func (r *DatabaseReconciler) reconcileVolumes(ctx context.Context, s *scope) (ct
 		if current.Cmp(want) >= 0 || !claim.DeletionTimestamp.IsZero() {
 			continue
 		}
-		expandable, err := classAllowsExpansion(ctx, r.Client, claim)
+		expandable, err := storageclass.AllowsExpansion(ctx, r.Client, claim)
 		if err != nil {
 			return ctrl.Result{}, err
 		}
@@ -41,18 +42,4 @@ func (r *DatabaseReconciler) reconcileVolumes(ctx context.Context, s *scope) (ct
 		}
 	}
 	return ctrl.Result{}, nil
-}
-
-// classAllowsExpansion reports whether the claim's StorageClass allows
-// volume expansion; a claim without a class, or a class that is gone, does
-// not.
-func classAllowsExpansion(ctx context.Context, reader client.Reader, claim *corev1.PersistentVolumeClaim) (bool, error) {
-	if claim.Spec.StorageClassName == nil || *claim.Spec.StorageClassName == "" {
-		return false, nil
-	}
-	class := &storagev1.StorageClass{}
-	if err := reader.Get(ctx, client.ObjectKey{Name: *claim.Spec.StorageClassName}, class); err != nil {
-		return false, client.IgnoreNotFound(err)
-	}
-	return class.AllowVolumeExpansion != nil && *class.AllowVolumeExpansion, nil
 }

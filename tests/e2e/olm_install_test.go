@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -14,8 +15,13 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
@@ -81,9 +87,10 @@ func TestCSVPermissionsHaveNoWildcards(t *testing.T) {
 
 // installLikeOLM creates what OLM creates from the CSV for an install mode:
 // the ServiceAccount, the cluster permissions as a ClusterRole, and the
-// namespaced permissions as a Role in each target namespace (OwnNamespace)
-// or as a ClusterRole (AllNamespaces). It returns a REST config that acts as
-// the ServiceAccount.
+// namespaced permissions as a Role in the operator's namespace and in each
+// target namespace (OwnNamespace, SingleNamespace), or as a ClusterRole
+// (AllNamespaces, no targets). It returns a REST config that acts as the
+// ServiceAccount.
 func installLikeOLM(t *testing.T, g Gomega, c *csv, operatorNamespace string, targets []string) *rest.Config {
 	ctx := context.Background()
 	spec := c.Spec.Install.Spec
@@ -109,7 +116,7 @@ func installLikeOLM(t *testing.T, g Gomega, c *csv, operatorNamespace string, ta
 			bindCluster(fmt.Sprintf("%s-ns-%d", operatorNamespace, i), perm.Rules)
 			continue
 		}
-		for _, ns := range targets {
+		for _, ns := range slices.Compact(slices.Sorted(slices.Values(append([]string{operatorNamespace}, targets...)))) {
 			name := fmt.Sprintf("%s-ns-%d", operatorNamespace, i)
 			g.Expect(k8sClient.Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Rules: perm.Rules})).To(Succeed())
 			g.Expect(k8sClient.Create(ctx, &rbacv1.RoleBinding{
@@ -144,9 +151,9 @@ func managerOptionsFromCSV(t *testing.T, c *csv, operatorNamespace, watch string
 }
 
 // TestInstalledTheOLMWay runs the operator as OLM would install it from the
-// bundle, with exactly the CSV's permissions, in the OwnNamespace and
-// AllNamespaces install modes, and checks a Database reconciles end to end
-// and is deleted cleanly.
+// bundle, with exactly the CSV's permissions, in the OwnNamespace,
+// SingleNamespace and AllNamespaces install modes, and checks a Database
+// reconciles end to end and is deleted cleanly.
 func TestInstalledTheOLMWay(t *testing.T) {
 	modes := []struct {
 		mode              string
@@ -156,6 +163,7 @@ func TestInstalledTheOLMWay(t *testing.T) {
 		watch             string
 	}{
 		{mode: "OwnNamespace", operatorNamespace: "olm-own", databaseNamespace: "olm-own", targets: []string{"olm-own"}, watch: "olm-own"},
+		{mode: "SingleNamespace", operatorNamespace: "olm-single", databaseNamespace: "olm-single-db", targets: []string{"olm-single-db"}, watch: "olm-single-db"},
 		{mode: "AllNamespaces", operatorNamespace: "olm-all", databaseNamespace: "olm-tenant", watch: ""},
 	}
 	c := readCSV(t)
@@ -176,6 +184,14 @@ func TestInstalledTheOLMWay(t *testing.T) {
 			db.Spec.DeletionPolicy = dbpilotv1alpha1.DeletionPolicyDelete
 			g.Expect(k8sClient.Create(ctx, db)).To(Succeed())
 			waitConverged(g, db)
+			// Growing the volume reads its cluster-scoped StorageClass and
+			// patches the namespaced claim: both granted in every mode.
+			update(g, db, func(db *dbpilotv1alpha1.Database) { db.Spec.Storage.Size = ptr.To(resource.MustParse("3Gi")) })
+			g.Eventually(func(g Gomega) {
+				claim := &corev1.PersistentVolumeClaim{}
+				g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: db.Namespace, Name: claimName(db, 0)}, claim)).To(Succeed())
+				g.Expect(claim.Spec.Resources.Requests.Storage().String()).To(Equal("3Gi"))
+			}, convergeTimeout, pollInterval).Should(Succeed())
 			g.Expect(k8sClient.Delete(ctx, db)).To(Succeed())
 			g.Eventually(func() error { return k8sClient.Get(ctx, keyOf(db), db) }, convergeTimeout, pollInterval).Should(WithTransform(isNotFound, BeTrue()))
 			g.Expect(op.writes.Load()).To(BeNumerically(">", 0))
@@ -197,41 +213,97 @@ func TestInstalledTheOLMWay(t *testing.T) {
 
 // TestCSVPermissionsAreNotWider asks the API server what the operator's
 // ServiceAccount, installed from the CSV, may do: what it needs, and nothing
-// it does not.
+// it does not. Installed for its own namespace it may touch Secrets, or any
+// other namespaced kind, there and nowhere else; installed for all
+// namespaces it may everywhere.
 func TestCSVPermissionsAreNotWider(t *testing.T) {
 	g := NewWithT(t)
-	ns := restrictedNamespace(t, "olm-rbac")
 	c := readCSV(t)
-	installLikeOLM(t, g, c, ns, []string{ns})
-	sa := "system:serviceaccount:" + ns + ":" + c.Spec.Install.Spec.Deployments[0].Spec.Template.Spec.ServiceAccountName
-	can := func(verb, group, resource, namespace string) bool {
+	own := restrictedNamespace(t, "olm-rbac")
+	installLikeOLM(t, g, c, own, []string{own})
+	all := restrictedNamespace(t, "olm-rbac-all")
+	installLikeOLM(t, g, c, all, nil)
+	account := c.Spec.Install.Spec.Deployments[0].Spec.Template.Spec.ServiceAccountName
+	can := func(operatorNamespace, verb, group, resource, namespace string) bool {
 		review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
-			User:               sa,
-			Groups:             []string{"system:serviceaccounts", "system:serviceaccounts:" + ns},
+			User:               "system:serviceaccount:" + operatorNamespace + ":" + account,
+			Groups:             []string{"system:serviceaccounts", "system:serviceaccounts:" + operatorNamespace},
 			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: verb, Group: group, Resource: resource, Namespace: namespace},
 		}}
 		created, err := clientset.AuthorizationV1().SubjectAccessReviews().Create(context.Background(), review, metav1.CreateOptions{})
 		g.Expect(err).NotTo(HaveOccurred())
 		return created.Status.Allowed
 	}
-	allowed := [][4]string{
-		{"patch", "apps", "statefulsets", "shop"}, {"create", "", "secrets", "shop"}, {"patch", "", "pods", "shop"},
-		{"update", "dbpilot.io", "databases/finalizers", "shop"}, {"create", "coordination.k8s.io", "leases", ns},
-		{"create", "authentication.k8s.io", "tokenreviews", ""},
-		{"create", "dbpilot.io", "databasebackups", "shop"}, {"update", "dbpilot.io", "databasebackups/status", "shop"},
-		{"create", "", "persistentvolumeclaims", "shop"},
+	// What the operator needs where it watches, in both install modes.
+	needed := [][3]string{
+		{"patch", "apps", "statefulsets"}, {"create", "", "secrets"}, {"watch", "", "secrets"}, {"patch", "", "pods"},
+		{"update", "dbpilot.io", "databases/finalizers"}, {"create", "dbpilot.io", "databasebackups"},
+		{"update", "dbpilot.io", "databasebackups/status"}, {"create", "", "persistentvolumeclaims"},
 	}
-	for _, a := range allowed {
-		g.Expect(can(a[0], a[1], a[2], a[3])).To(BeTrue(), "needs %v", a)
+	for _, n := range needed {
+		g.Expect(can(own, n[0], n[1], n[2], own)).To(BeTrue(), "OwnNamespace needs %v in %s", n, own)
+		g.Expect(can(all, n[0], n[1], n[2], "shop")).To(BeTrue(), "AllNamespaces needs %v in shop", n)
+		g.Expect(can(own, n[0], n[1], n[2], "shop")).To(BeFalse(), "OwnNamespace must not be allowed %v in shop", n)
+	}
+	for _, verb := range []string{"get", "list", "watch", "create"} {
+		g.Expect(can(own, verb, "", "secrets", "")).To(BeFalse(), "OwnNamespace must not %s Secrets cluster-wide", verb)
+	}
+	clusterWide := [][4]string{
+		{"create", "coordination.k8s.io", "leases", own}, {"create", "authentication.k8s.io", "tokenreviews", ""},
+		{"list", "storage.k8s.io", "storageclasses", ""}, {"watch", "storage.k8s.io", "storageclasses", ""},
+	}
+	for _, a := range clusterWide {
+		g.Expect(can(own, a[0], a[1], a[2], a[3])).To(BeTrue(), "needs %v", a)
 	}
 	denied := [][4]string{
-		{"delete", "", "secrets", "shop"}, {"create", "", "pods", "shop"}, {"delete", "", "namespaces", ""},
+		{"delete", "", "secrets", own}, {"create", "", "pods", own}, {"delete", "", "namespaces", ""},
 		{"create", "rbac.authorization.k8s.io", "clusterroles", ""}, {"get", "", "nodes", ""},
-		{"create", "dbpilot.io", "databases", "shop"}, {"delete", "", "persistentvolumes", ""},
-		{"create", "coordination.k8s.io", "leases", "shop"}, {"create", "apps", "deployments", "shop"},
-		{"deletecollection", "dbpilot.io", "databasebackups", "shop"}, {"delete", "", "persistentvolumes", "shop"},
+		{"create", "dbpilot.io", "databases", own}, {"delete", "", "persistentvolumes", ""},
+		{"create", "coordination.k8s.io", "leases", "shop"}, {"create", "apps", "deployments", own},
+		{"deletecollection", "dbpilot.io", "databasebackups", own}, {"delete", "storage.k8s.io", "storageclasses", ""},
 	}
 	for _, d := range denied {
-		g.Expect(can(d[0], d[1], d[2], d[3])).To(BeFalse(), "must not be allowed %v", d)
+		g.Expect(can(own, d[0], d[1], d[2], d[3])).To(BeFalse(), "must not be allowed %v", d)
+	}
+	for _, d := range [][4]string{{"delete", "", "secrets", "shop"}, {"create", "", "pods", "shop"}, {"create", "dbpilot.io", "databases", "shop"}} {
+		g.Expect(can(all, d[0], d[1], d[2], d[3])).To(BeFalse(), "AllNamespaces must not be allowed %v", d)
+	}
+}
+
+// TestCSVPermissionsMatchTheirScope asks the API server's discovery for the
+// scope of every kind the CSV grants: the namespaced permissions name only
+// namespaced kinds (a cluster-scoped kind there would be denied in an
+// OwnNamespace install), and the cluster permissions only cluster-scoped
+// kinds (a namespaced kind there would be granted in every namespace).
+func TestCSVPermissionsMatchTheirScope(t *testing.T) {
+	g := NewWithT(t)
+	spec := readCSV(t).Spec.Install.Spec
+	mapper := k8sClient.RESTMapper()
+	namespaced := func(group, resource string) bool {
+		base, _, _ := strings.Cut(resource, "/")
+		kind, err := mapper.KindFor(schema.GroupVersionResource{Group: group, Resource: base})
+		g.Expect(err).NotTo(HaveOccurred(), "resource %s in group %q", resource, group)
+		mapping, err := mapper.RESTMapping(kind.GroupKind(), kind.Version)
+		g.Expect(err).NotTo(HaveOccurred(), "scope of %s", kind)
+		return mapping.Scope.Name() == meta.RESTScopeNameNamespace
+	}
+	for _, perm := range spec.Permissions {
+		for _, rule := range perm.Rules {
+			g.Expect(rule.NonResourceURLs).To(BeEmpty(), "non-resource URLs are cluster-wide: %+v", rule)
+			for _, group := range rule.APIGroups {
+				for _, resource := range rule.Resources {
+					g.Expect(namespaced(group, resource)).To(BeTrue(), "permissions grant the cluster-scoped %s in %q", resource, group)
+				}
+			}
+		}
+	}
+	for _, perm := range spec.ClusterPermissions {
+		for _, rule := range perm.Rules {
+			for _, group := range rule.APIGroups {
+				for _, resource := range rule.Resources {
+					g.Expect(namespaced(group, resource)).To(BeFalse(), "clusterPermissions grant the namespaced %s in %q in every namespace", resource, group)
+				}
+			}
+		}
 	}
 }

@@ -15,6 +15,7 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -39,8 +40,10 @@ const (
 // the project's catalog image, a Subscription installs the bundle, the CSV
 // reaches Succeeded, and the operator OLM deployed — the operator image
 // running as a pod — reconciles a Database into a PostgreSQL that answers.
-// Both install modes the CSV supports are exercised in turn: OwnNamespace
-// and AllNamespaces.
+// Three install modes the CSV supports are exercised in turn:
+// OwnNamespace, SingleNamespace (the Databases in another namespace than the
+// operator) and AllNamespaces; in the first two, the operator may touch
+// Secrets only in the namespaces it serves.
 func TestOLMInstallsTheOperator(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
@@ -91,6 +94,15 @@ func TestOLMInstallsTheOperator(t *testing.T) {
 		}))
 		installAndUse(t, ns, ns)
 	})
+	t.Run("SingleNamespace", func(t *testing.T) {
+		ns, databases := "dbpilot-single", "dbpilot-single-databases"
+		restrictedNamespace(t, ns)
+		restrictedNamespace(t, databases)
+		apply(NewWithT(t), object("operators.coreos.com/v1", "OperatorGroup", ns, "dbpilot", map[string]any{
+			"targetNamespaces": []any{databases},
+		}))
+		installAndUse(t, ns, databases)
+	})
 	t.Run("AllNamespaces", func(t *testing.T) {
 		// The namespace "operators" holds OLM's global OperatorGroup.
 		databases := "olm-all-databases"
@@ -127,6 +139,7 @@ func installAndUse(t *testing.T, operatorNS, databaseNS string) {
 	g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: operatorNS, Name: "dbpilot-controller-manager"}, deployment)).To(Succeed())
 	g.Expect(deployment.Spec.Template.Spec.Containers[0].Image).To(Equal(localimages.OperatorImage))
 	g.Expect(deployment.Status.ReadyReplicas).To(Equal(int32(1)), "the operator runs as a pod")
+	checkSecretAccess(g, operatorNS, databaseNS, deployment.Spec.Template.Spec.ServiceAccountName)
 
 	db := newDatabase(databaseNS, "olm", dbpilotv1alpha1.EnginePostgres, "15", 1)
 	g.Expect(k8sClient.Create(ctx, db)).To(Succeed())
@@ -179,6 +192,29 @@ func installAndUse(t *testing.T, operatorNS, databaseNS string) {
 	g.Eventually(func() bool {
 		return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKey{Namespace: operatorNS, Name: "dbpilot-controller-manager"}, &appsv1.Deployment{}))
 	}, 2*time.Minute, 500*time.Millisecond).Should(BeTrue(), "removing the CSV removes the operator")
+}
+
+// checkSecretAccess asks the API server what OLM granted the operator's
+// ServiceAccount on Secrets: it may read and write them in the namespace of
+// its Databases; unless it serves all namespaces (operatorNS "operators"),
+// nowhere else and not cluster-wide.
+func checkSecretAccess(g Gomega, operatorNS, databaseNS, account string) {
+	can := func(verb, namespace string) bool {
+		review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+			User:               "system:serviceaccount:" + operatorNS + ":" + account,
+			Groups:             []string{"system:serviceaccounts", "system:serviceaccounts:" + operatorNS, "system:authenticated"},
+			ResourceAttributes: &authorizationv1.ResourceAttributes{Verb: verb, Resource: "secrets", Namespace: namespace},
+		}}
+		created, err := clientset.AuthorizationV1().SubjectAccessReviews().Create(context.Background(), review, metav1.CreateOptions{})
+		g.Expect(err).NotTo(HaveOccurred())
+		return created.Status.Allowed
+	}
+	allNamespaces := operatorNS == "operators"
+	for _, verb := range []string{"get", "list", "watch", "create", "patch"} {
+		g.Expect(can(verb, databaseNS)).To(BeTrue(), "%s Secrets in %s, where its Databases are", verb, databaseNS)
+		g.Expect(can(verb, "default")).To(Equal(allNamespaces), "%s Secrets in default (installed in %s)", verb, operatorNS)
+		g.Expect(can(verb, "")).To(Equal(allNamespaces), "%s Secrets cluster-wide (installed in %s)", verb, operatorNS)
+	}
 }
 
 func pushOLMImages(t *testing.T, ctx context.Context, root, bin string) {

@@ -20,22 +20,27 @@ import (
 	"github.com/dbpilot/dbpilot/internal/localcluster"
 )
 
-// managerRole reads the operator's ClusterRole, as generated from the RBAC
-// markers into config/rbac/role.yaml.
+// managerRole reads the operator's two ClusterRoles, as generated from the
+// RBAC markers into config/rbac/role.yaml (namespaced kinds) and
+// config/rbac/cluster_role.yaml (cluster-scoped kinds), into one: `make
+// deploy` binds both cluster-wide.
 func managerRole() (*rbacv1.ClusterRole, error) {
 	root, err := localcluster.RepoRoot()
 	if err != nil {
 		return nil, err
 	}
-	data, err := os.ReadFile(filepath.Join(root, "config", "rbac", "role.yaml"))
-	if err != nil {
-		return nil, err
+	role := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "dbpilot-scale-manager"}}
+	for _, file := range []string{"role.yaml", "cluster_role.yaml"} {
+		data, err := os.ReadFile(filepath.Join(root, "config", "rbac", file))
+		if err != nil {
+			return nil, err
+		}
+		generated := &rbacv1.ClusterRole{}
+		if err := yaml.UnmarshalStrict(data, generated); err != nil {
+			return nil, fmt.Errorf("config/rbac/%s: %w", file, err)
+		}
+		role.Rules = append(role.Rules, generated.Rules...)
 	}
-	role := &rbacv1.ClusterRole{}
-	if err := yaml.UnmarshalStrict(data, role); err != nil {
-		return nil, fmt.Errorf("config/rbac/role.yaml: %w", err)
-	}
-	role.Name = "dbpilot-scale-manager"
 	return role, nil
 }
 
