@@ -52,11 +52,11 @@ func run(trace Trace, cfg Config, c controller) Result {
 		if after != before {
 			w.resize(t, replicas, tier)
 			res.Changes++
-			flaps.record(t, after.Cost()-before.Cost())
+			flaps.record(t, units(after.Replicas, after.Tier)-units(before.Replicas, before.Tier))
 		}
 		res.Timeline = append(res.Timeline, Point{
 			Seconds: t, Reads: load.Read, Writes: load.Write, Replicas: w.provisioned(), Tier: w.tier,
-			Capacity: float64(w.ready(t)) * autopilot.Capacity(w.tier),
+			Capacity: units(w.ready(t), w.tier),
 		})
 	}
 	res.Flaps = flaps.count

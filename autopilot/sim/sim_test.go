@@ -83,8 +83,8 @@ func TestTierChangeKeepsPodsUntilRolledOut(t *testing.T) {
 	w := newWorld(cfg)
 	w.resize(0, 4, dbpilotv1alpha1.TierMedium)
 	roll := cfg.RollTime.Seconds()
-	w.resize(cfg.CloneTime.Seconds(), 2, dbpilotv1alpha1.TierLarge)
-	changeAt := cfg.CloneTime.Seconds()
+	w.resize(cfg.World.CloneSeconds, 2, dbpilotv1alpha1.TierLarge)
+	changeAt := cfg.World.CloneSeconds
 
 	w.step(changeAt+roll-1, 1, autopilot.Load{})
 	if got := w.ready(changeAt + roll - 1); got != 4 || w.tier != dbpilotv1alpha1.TierMedium {

@@ -1,7 +1,7 @@
 // Package sim replays load traces through the auto-pilot's decision engine
 // and through a baseline that implements the Kubernetes HPA algorithm, on the
 // same simulated database, and compares overload, cost and flapping. See
-// README.md for the capacity model.
+// README.md for the simulated world.
 package sim
 
 import (

@@ -2,35 +2,33 @@ package sim
 
 import (
 	"math"
+	"math/rand/v2"
 	"time"
 
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
 	"github.com/dbpilot/dbpilot/autopilot"
 )
 
-// Config holds the simulation's delays, after ../../README of this package.
+// Config holds the simulation's world and the controllers' cadence.
 type Config struct {
+	// World is the simulated database.
+	World World
 	// Interval is how often both controllers decide (HPA's sync period).
 	Interval time.Duration
-	// ScrapeDelay is how old the newest metrics are when read.
-	ScrapeDelay time.Duration
-	// RateWindow is the window CPU rates are averaged over.
-	RateWindow time.Duration
-	// CloneTime is how long a new replica takes to serve.
-	CloneTime time.Duration
 	// RollTime is how long a tier change takes to roll through the pods.
 	RollTime time.Duration
 	// FlapWindow: a change of direction within it is a flap.
 	FlapWindow time.Duration
 }
 
-// DefaultConfig is a 15 s sync, 15 s scrape, 1 min rate window, 2 min clone
-// and 3 min tier roll.
+// DefaultConfig is the default world, a 15 s sync and a 3 min tier roll.
 func DefaultConfig() Config {
-	return Config{
-		Interval: 15 * time.Second, ScrapeDelay: 15 * time.Second, RateWindow: time.Minute,
-		CloneTime: autopilot.ReplicaLeadTime, RollTime: autopilot.TierLeadTime, FlapWindow: 10 * time.Minute,
-	}
+	return ConfigFor(DefaultWorld())
+}
+
+// ConfigFor is DefaultConfig in world w.
+func ConfigFor(w World) Config {
+	return Config{World: w, Interval: 15 * time.Second, RollTime: 3 * time.Minute, FlapWindow: 10 * time.Minute}
 }
 
 // Start is the size every trace starts at, and Bounds what both controllers
@@ -47,7 +45,8 @@ var (
 )
 
 // world is the simulated database: pods that serve once ready, and a tier
-// that changes once its roll finishes.
+// that changes once its roll finishes. Its physics is its own code: the
+// engine judged here learns it only from the metrics.
 type world struct {
 	cfg Config
 	// readyAt holds, per pod, when it starts serving; pod 0 is the primary.
@@ -58,20 +57,52 @@ type world struct {
 	// shedTo is how many pods remain once the tier change has rolled out:
 	// a resize to a new tier and fewer pods keeps them all until then.
 	shedTo int32
-	// truth records each step's true utilizations, for delayed metrics.
+	// truth records each step's true CPU demand, for delayed metrics.
 	truth []truthPoint
+	noise *rand.Rand
 }
 
 type truthPoint struct {
-	at               float64
-	replicas         int32
-	tier             dbpilotv1alpha1.Tier
+	at       float64
+	replicas int32
+	tier     dbpilotv1alpha1.Tier
+	// primary and replica are the CPU cores the pods are asked for, which
+	// may be more than they have.
 	primary, replica float64
 	load             autopilot.Load
 }
 
+// unitCores is the CPU, in cores, that one unit of a trace's demand takes:
+// a small pod (half a core) serves one unit flat out.
+const unitCores = 0.5
+
+// podCores is the CPU one pod of the tier has: its limit in the tier table.
+func podCores(t dbpilotv1alpha1.Tier) float64 {
+	size, _ := t.Size()
+	return size.CPU.AsApproximateFloat64()
+}
+
+// units is the demand, in trace units, that pods of the tier serve flat out.
+func units(pods int32, t dbpilotv1alpha1.Tier) float64 {
+	return float64(pods) * podCores(t) / unitCores
+}
+
+// cpuDemand is what load asks of the primary and of each replica when n pods
+// serve it, in cores: writes are executed on the primary and replayed on
+// every replica at the world's share; reads for the -ro Service go to the
+// replicas alone, the rest spread over every pod.
+func (w *world) cpuDemand(load autopilot.Load, n int32) (primary, replica float64) {
+	if n <= 1 {
+		return unitCores * (load.Write + load.Read), 0
+	}
+	spread := load.Read * (1 - load.ReplicaOnly) / float64(n)
+	primary = unitCores * (load.Write + spread)
+	replica = unitCores * (w.cfg.World.ReplicaWriteShare*load.Write + spread + load.Read*load.ReplicaOnly/float64(n-1))
+	return primary, replica
+}
+
 func newWorld(cfg Config) *world {
-	w := &world{cfg: cfg, tier: StartTier, nextTier: StartTier}
+	w := &world{cfg: cfg, tier: StartTier, nextTier: StartTier, noise: rand.New(rand.NewPCG(cfg.World.Seed, 0x5eed))}
 	for range StartReplicas {
 		w.readyAt = append(w.readyAt, 0)
 	}
@@ -101,7 +132,7 @@ func (w *world) busy(t float64) bool {
 // roll time.
 func (w *world) resize(t float64, replicas int32, tier dbpilotv1alpha1.Tier) {
 	for w.provisioned() < replicas {
-		w.readyAt = append(w.readyAt, t+w.cfg.CloneTime.Seconds())
+		w.readyAt = append(w.readyAt, t+w.cfg.World.CloneSeconds)
 	}
 	if tier != w.tier && tier != w.nextTier {
 		w.nextTier, w.tierAt = tier, t+w.cfg.RollTime.Seconds()
@@ -135,28 +166,30 @@ func (w *world) step(t, dt float64, load autopilot.Load) (overload, cost float64
 		}
 	}
 	n := w.ready(t)
-	u := autopilot.Predict(load, n, w.tier)
-	w.truth = append(w.truth, truthPoint{at: t, replicas: n, tier: w.tier, primary: u.Primary, replica: u.Replica, load: load})
-	if u.Primary > 1 {
+	primary, replica := w.cpuDemand(load, n)
+	w.truth = append(w.truth, truthPoint{at: t, replicas: n, tier: w.tier, primary: primary, replica: replica, load: load})
+	cores := podCores(w.tier)
+	if primary > cores {
 		overload += dt
 	}
-	if n > 1 && u.Replica > 1 {
+	if n > 1 && replica > cores {
 		overload += float64(n-1) * dt
 	}
-	c := autopilot.Capacity(w.tier)
+	// During a roll every pod is paid for at the bigger of the two tiers.
+	paid := units(w.provisioned(), w.tier)
 	if w.nextTier != w.tier {
-		c = math.Max(c, autopilot.Capacity(w.nextTier))
+		paid = math.Max(paid, units(w.provisioned(), w.nextTier))
 	}
-	return overload, float64(w.provisioned()) * c * dt
+	return overload, paid * dt
 }
 
-// observe returns the metrics a controller reads at time t: utilizations
-// averaged over the rate window and delayed by the scrape, capped at 100 %
-// (a saturated pod cannot show how much more it is asked for), as a sample
-// of the size the database has at t.
+// observe returns the metrics a controller reads at time t: CPU averaged
+// over the rate window and delayed by the scrape, capped at what the pod has
+// (a saturated pod cannot show how much more it is asked for), with the
+// world's measurement noise, as a sample of the size the database has at t.
 func (w *world) observe(t float64) autopilot.Sample {
-	end := t - w.cfg.ScrapeDelay.Seconds()
-	begin := end - w.cfg.RateWindow.Seconds()
+	end := t - w.cfg.World.ScrapeSeconds
+	begin := end - w.cfg.World.RateWindowSeconds
 	var primary, replica, reads, writes float64
 	var count float64
 	for i := len(w.truth) - 1; i >= 0 && w.truth[i].at > begin; i-- {
@@ -164,29 +197,28 @@ func (w *world) observe(t float64) autopilot.Sample {
 		if p.at > end {
 			continue
 		}
-		// CPU is measured in cores: a pod of another tier in the window
-		// counts with its own cores.
-		size, _ := p.tier.Size()
-		cores := size.CPU.AsApproximateFloat64()
-		primary += math.Min(1, p.primary) * cores
-		replica += math.Min(1, p.replica) * cores
+		// A pod of another tier in the window counts with its own cores.
+		cores := podCores(p.tier)
+		primary += math.Min(cores, p.primary)
+		replica += math.Min(cores, p.replica)
 		reads += p.load.Read
 		writes += p.load.Write
 		count++
 	}
 	n := w.ready(t)
+	s := autopilot.Sample{Time: simTime(t), Replicas: n, Tier: w.tier}
 	if count == 0 {
 		// Nothing scraped yet: no pods in the sample.
-		return autopilot.Sample{Time: simTime(t), Replicas: n, Tier: w.tier}
+		return s
 	}
 	size, _ := w.tier.Size()
 	memory := size.Memory.AsApproximateFloat64() / 2
-	s := autopilot.Sample{Time: simTime(t), Replicas: n, Tier: w.tier}
 	for i := range n {
 		cores := replica / count
 		if i == 0 {
 			cores = primary / count
 		}
+		cores = math.Max(0, cores*(1+w.cfg.World.CPUNoise*w.noise.NormFloat64()))
 		pod := autopilot.PodSample{
 			Primary: i == 0, CPUCores: cores, MemoryBytes: memory,
 			Connections: 40 * cores, MaxConnections: float64(size.MaxConnections),

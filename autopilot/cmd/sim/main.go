@@ -1,7 +1,8 @@
 // Command sim replays load traces through dbpilot's auto-pilot and through
 // the Kubernetes HPA algorithm, and prints, per trace and summed over all,
 // overloaded pod-seconds, cost and flaps. `go run ./autopilot/cmd/sim
-// [TRACE.csv ...]`; without arguments it runs the shipped suite.
+// [--world FILE] [TRACE.csv ...]`; without traces it runs the shipped suite,
+// without a world file the default world.
 package main
 
 import (
@@ -17,7 +18,17 @@ import (
 func main() {
 	suite := flag.String("suite", filepath.Join("autopilot", "sim", "testdata"), "Directory of the default trace suite.")
 	chartDir := flag.String("charts", "", "Directory to write one SVG chart per trace into (none when empty).")
+	worldFile := flag.String("world", "", "World file (JSON, see autopilot/sim/README.md); the default world when empty.")
 	flag.Parse()
+
+	world := sim.DefaultWorld()
+	if *worldFile != "" {
+		var err error
+		if world, _, err = sim.ReadWorldFile(*worldFile); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	}
 
 	var traces []sim.Trace
 	var err error
@@ -40,7 +51,7 @@ func main() {
 		os.Exit(1)
 	}
 
-	cfg := sim.DefaultConfig()
+	cfg := sim.ConfigFor(world)
 	table := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(table, "trace\toverload autopilot\toverload hpa\tcost autopilot\tcost hpa\tflaps autopilot\tflaps hpa\tchanges autopilot\tchanges hpa\t")
 	var total sim.Comparison
