@@ -73,18 +73,20 @@ func Decide(in Input) Decision {
 	d.MetricsReady = true
 	d.Anomalies = detectAnomalies(in.History)
 
-	load := EstimateLoad(latest)
+	m := LearnModel(in.History)
+	load := m.EstimateLoad(latest)
 	// Sizes differ before and after a change: up, trust only what came
 	// after it.
-	trend, _ := loadTrend(in.History, in.Now, span{To: settledAt(in)})
+	trend, _ := m.loadTrend(in.History, in.Now, span{To: settledAt(in)})
 	ahead := leadAhead(load, trend)
-	util := Predict(load, cur.Replicas, cur.Tier)
+	util := m.Predict(load, cur.Replicas, cur.Tier)
 	memory, connections, volume := pressures(latest)
 	d.Signals = map[string]float64{
 		"writeLoad": round(load.Write), "readLoad": round(load.Read), "readOnReplicasShare": round(load.ReplicaOnly),
 		"writeLoadAhead": round(ahead.Write), "readLoadAhead": round(ahead.Read),
 		"primaryUtilization": round(util.Primary), "replicaUtilization": round(util.Replica),
 		"memoryUtilization": round(memory), "connectionUtilization": round(connections), "volumeUtilization": round(volume),
+		"replayShare": round(m.ReplayShare),
 	}
 
 	if in.Current.Busy != "" {
@@ -94,24 +96,24 @@ func Decide(in Input) Decision {
 		d.NextEligible = settled
 		return hold(d, ReasonSettling, "Waiting for the metrics to reflect the last change")
 	}
-	if up, ok := decideUp(d, in, cur, load, ahead, trend, memory, connections); ok {
+	if up, ok := decideUp(d, in, m, cur, load, ahead, trend, memory, connections); ok {
 		return decideStorage(up, in, volume)
 	}
-	return decideStorage(decideDown(d, in, cur, load), in, volume)
+	return decideStorage(decideDown(d, in, m, cur, load), in, volume)
 }
 
 // decideUp scales up when the current size breaches its targets, now or
 // within the lead time, and the breach has lasted the stabilization window.
-func decideUp(d Decision, in Input, cur Size, load, ahead, trend Load, memory, connections float64) (Decision, bool) {
+func decideUp(d Decision, in Input, m Model, cur Size, load, ahead, trend Load, memory, connections float64) (Decision, bool) {
 	p := in.Policy
-	measuredBreach := !fits(load, cur, p.CPUTarget*upTolerance)
-	predictedBreach := !fits(ahead, cur, p.CPUTarget*upTolerance)
+	measuredBreach := !m.fits(load, cur, p.CPUTarget*upTolerance)
+	predictedBreach := !m.fits(ahead, cur, p.CPUTarget*upTolerance)
 	memoryBreach := memory > p.MemoryTarget
 	connectionBreach := connections > p.ConnectionTarget
 	if !measuredBreach && !predictedBreach && !memoryBreach && !connectionBreach {
 		return d, false
 	}
-	if since := breachStart(in, trend); in.Now.Sub(since) < p.ScaleUpStabilization {
+	if since := m.breachStart(in, trend); in.Now.Sub(since) < p.ScaleUpStabilization {
 		d.NextEligible = since.Add(p.ScaleUpStabilization)
 		return hold(d, ReasonStabilizing, fmt.Sprintf("Above target since %s; scaling up after %s", since.Format(time.RFC3339), p.ScaleUpStabilization)), true
 	}
@@ -129,7 +131,7 @@ func decideUp(d Decision, in Input, cur Size, load, ahead, trend Load, memory, c
 	// Saturated pods hide how much more they are asked for: size for more,
 	// so the step is big enough.
 	sizing := Unmasked(ahead, in.History[len(in.History)-1])
-	next, byReplicas := upSteps(sizing, p, cur)
+	next, byReplicas := upSteps(m, sizing, p, cur)
 	if (memoryBreach || connectionBreach) && !measuredBreach && !predictedBreach && cur.Tier.Index() < p.MaxTier.Index() {
 		// Memory or connections, not CPU: only a bigger tier brings more.
 		next.Tier = dbpilotv1alpha1.TierAt(cur.Tier.Index() + 1)
@@ -163,7 +165,7 @@ func decideUp(d Decision, in Input, cur Size, load, ahead, trend Load, memory, c
 		d.MaxConnections = 0
 	}
 	d.Action, d.Reason = actionBetween(cur, next), reason
-	u := Predict(load, cur.Replicas, cur.Tier)
+	u := m.Predict(load, cur.Replicas, cur.Tier)
 	d.Message = fmt.Sprintf("%s: primary at %.0f%%, replicas at %.0f%% of target %.0f%% (write load %.2f, read load %.2f, %.2f/%.2f ahead); %d %s pods -> %d %s pods",
 		reason, 100*u.Primary, 100*u.Replica, 100*p.CPUTarget, load.Write, load.Read, ahead.Write, ahead.Read, cur.Replicas, cur.Tier, next.Replicas, next.Tier)
 	if next.Replicas < cur.Replicas {
@@ -179,9 +181,9 @@ func decideUp(d Decision, in Input, cur Size, load, ahead, trend Load, memory, c
 // half the current ones: the pods a bigger tier makes unneeded go only once
 // it has rolled out (the reconciler keeps them until then), so capacity
 // never dips. Otherwise it is as few more replicas (at most double) as fit.
-func upSteps(load Load, p Policy, cur Size) (next, byReplicas Size) {
-	global, _ := Cheapest(load, p, cur, p.CPUTarget)
-	more, fit := Cheapest(load, stepPolicy(p, cur, cur.Tier), cur, p.CPUTarget)
+func upSteps(m Model, load Load, p Policy, cur Size) (next, byReplicas Size) {
+	global, _ := m.Cheapest(load, p, cur, p.CPUTarget)
+	more, fit := m.Cheapest(load, stepPolicy(p, cur, cur.Tier), cur, p.CPUTarget)
 	if global.Tier.Index() <= cur.Tier.Index() {
 		return more, more
 	}
@@ -196,7 +198,7 @@ func upSteps(load Load, p Policy, cur Size) (next, byReplicas Size) {
 	if global.Replicas <= cur.Replicas {
 		step.MaxReplicas = cur.Replicas
 	}
-	next, _ = Cheapest(load, step, cur, p.CPUTarget)
+	next, _ = m.Cheapest(load, step, cur, p.CPUTarget)
 	return next, byReplicas
 }
 
@@ -211,7 +213,7 @@ func stepPolicy(p Policy, cur Size, t dbpilotv1alpha1.Tier) Policy {
 // decideDown scales down, replicas before tiers, one step at a time, when
 // the peak load over the whole stabilization window fits a cheaper size with
 // headroom, and the window's data is complete.
-func decideDown(d Decision, in Input, cur Size, load Load) Decision {
+func decideDown(d Decision, in Input, m Model, cur Size, load Load) Decision {
 	p := in.Policy
 	flapWindow := p.flapWindow()
 	if in.Last.Direction > 0 && in.Now.Sub(in.Last.DirectionTime) < flapWindow {
@@ -224,14 +226,14 @@ func decideDown(d Decision, in Input, cur Size, load Load) Decision {
 		// auto-pilot just turned on): the first scale-down waits longer.
 		window += flapWindow
 	}
-	measured, covered := windowPeak(in.History, in.Now, window)
+	measured, covered := m.windowPeak(in.History, in.Now, window)
 	// A smaller size must also hold the load the trend brings over the flap
 	// window, or a scale-down under growing load is undone minutes later; a
 	// smaller tier over the tier cooldown too, since nothing can undo it
 	// sooner. Load is measured in units that do not depend on the size, so
 	// the trend spans the last change, skipping only the samples taken
 	// while it settled.
-	trend, known := loadTrend(in.History, in.Now, span{From: in.Last.DirectionTime, To: settledAt(in)})
+	trend, known := m.loadTrend(in.History, in.Now, span{From: in.Last.DirectionTime, To: settledAt(in)})
 	switch {
 	case !covered:
 		return hold(d, ReasonWithinTargets, fmt.Sprintf("Within targets; a scale-down needs %s of complete metrics", window))
@@ -243,18 +245,18 @@ func decideDown(d Decision, in Input, cur Size, load Load) Decision {
 	peak := project(measured, trend, flapWindow, flapWindow)
 	tierCooldown := max(flapWindow, p.TierCooldown)
 	tierPeak := project(measured, trend, tierCooldown, tierCooldown)
-	want, ok := Cheapest(peak, p, cur, p.CPUTarget*downHeadroom)
+	want, ok := m.Cheapest(peak, p, cur, p.CPUTarget*downHeadroom)
 	if !ok || want.Cost() >= cur.Cost() {
 		return hold(d, ReasonWithinTargets, "Within targets")
 	}
 	next := cur
 	switch {
-	case want.Replicas < cur.Replicas && fits(peak, Size{Replicas: cur.Replicas - 1, Tier: cur.Tier}, p.CPUTarget*downHeadroom):
+	case want.Replicas < cur.Replicas && m.fits(peak, Size{Replicas: cur.Replicas - 1, Tier: cur.Tier}, p.CPUTarget*downHeadroom):
 		// Down to the fewest replicas that still fit at this tier, at most
 		// half of them in one step.
 		next.Replicas = cur.Replicas - 1
 		for n := next.Replicas - 1; n >= max(want.Replicas, p.MinReplicas, (cur.Replicas+1)/2); n-- {
-			if !fits(peak, Size{Replicas: n, Tier: cur.Tier}, p.CPUTarget*downHeadroom) {
+			if !m.fits(peak, Size{Replicas: n, Tier: cur.Tier}, p.CPUTarget*downHeadroom) {
 				break
 			}
 			next.Replicas = n
@@ -269,7 +271,7 @@ func decideDown(d Decision, in Input, cur Size, load Load) Decision {
 			// will go soon, more cheaply than by restarting every pod.
 			step.MaxReplicas = cur.Replicas
 		}
-		smaller, ok := Cheapest(tierPeak, step, cur, p.CPUTarget*downHeadroom)
+		smaller, ok := m.Cheapest(tierPeak, step, cur, p.CPUTarget*downHeadroom)
 		if !ok || smaller.Cost() >= cur.Cost() {
 			return hold(d, ReasonWithinTargets, "Within targets")
 		}

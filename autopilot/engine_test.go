@@ -24,7 +24,7 @@ func policy() Policy {
 // sample renders what the metrics show for load on a size: CPU in cores from
 // the model, memory at half the tier, a volume at volumeUse.
 func sample(at time.Time, s Size, load Load, volumeUse float64) Sample {
-	u := Predict(load, s.Replicas, s.Tier)
+	u := Assumed.Predict(load, s.Replicas, s.Tier)
 	size, _ := s.Tier.Size()
 	cores := size.CPU.AsApproximateFloat64()
 	out := Sample{Time: at, Replicas: s.Replicas, Tier: s.Tier}
@@ -331,21 +331,21 @@ func TestEstimateLoadSeparatesWritesFromReads(t *testing.T) {
 	for _, load := range []Load{{Write: 1, Read: 0.5}, {Write: 0.2, Read: 2}, {Write: 0, Read: 1},
 		// Reads on the -ro Service, all or some.
 		{Write: 0.1, Read: 2, ReplicaOnly: 1}, {Write: 0.5, Read: 1.5, ReplicaOnly: 0.6}, {Write: 0, Read: 1, ReplicaOnly: 1}} {
-		got := EstimateLoad(sample(now, Size{Replicas: 3, Tier: dbpilotv1alpha1.TierLarge}, load, 0.5))
+		got := Assumed.EstimateLoad(sample(now, Size{Replicas: 3, Tier: dbpilotv1alpha1.TierLarge}, load, 0.5))
 		if math.Abs(got.Write-load.Write) > 1e-6 || math.Abs(got.Read-load.Read) > 1e-6 || math.Abs(got.ReplicaOnly-load.ReplicaOnly) > 1e-6 {
 			t.Errorf("estimated %+v from %+v", got, load)
 		}
 	}
 	// Reads only on replicas: a replica carries them all when it is the
 	// only one, half each when there are two.
-	if u := Predict(Load{Read: 1.2, ReplicaOnly: 1}, 2, dbpilotv1alpha1.TierSmall); math.Abs(u.Replica-1.2) > 1e-9 || u.Primary != 0 {
+	if u := Assumed.Predict(Load{Read: 1.2, ReplicaOnly: 1}, 2, dbpilotv1alpha1.TierSmall); math.Abs(u.Replica-1.2) > 1e-9 || u.Primary != 0 {
 		t.Errorf("1.2 units on -ro over one replica: %+v", u)
 	}
-	if u := Predict(Load{Read: 1.2, ReplicaOnly: 1}, 3, dbpilotv1alpha1.TierSmall); math.Abs(u.Replica-0.6) > 1e-9 {
+	if u := Assumed.Predict(Load{Read: 1.2, ReplicaOnly: 1}, 3, dbpilotv1alpha1.TierSmall); math.Abs(u.Replica-0.6) > 1e-9 {
 		t.Errorf("1.2 units on -ro over two replicas: %+v", u)
 	}
 	// One pod: the split follows the engine's read and write rates.
-	got := EstimateLoad(sample(now, oneLarge, Load{Write: 1, Read: 1}, 0.5))
+	got := Assumed.EstimateLoad(sample(now, oneLarge, Load{Write: 1, Read: 1}, 0.5))
 	if math.Abs(got.Write-1) > 1e-6 || math.Abs(got.Read-1) > 1e-6 {
 		t.Errorf("single pod estimated %+v, want 1/1", got)
 	}

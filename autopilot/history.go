@@ -46,13 +46,13 @@ func hasPrimary(s Sample) bool {
 // trendWindow outside skip, and returns its slope per second; zero when the
 // rise over the window is too small to tell from noise. It is not known
 // (false) with too few samples over too short a time.
-func loadTrend(history []Sample, now time.Time, skip span) (Load, bool) {
+func (m Model) loadTrend(history []Sample, now time.Time, skip span) (Load, bool) {
 	var ts, ws, rs []float64
 	for _, s := range history {
 		if now.Sub(s.Time) > trendWindow || skip.holds(s.Time) || !complete(s) {
 			continue
 		}
-		load := EstimateLoad(s)
+		load := m.EstimateLoad(s)
 		ts = append(ts, s.Time.Sub(now).Seconds())
 		ws = append(ws, load.Write)
 		rs = append(rs, load.Read)
@@ -128,18 +128,18 @@ func slope(x, y []float64) float64 {
 // the time of the oldest sample in an unbroken run of breaches ending with
 // the newest. Each sample is judged at the size it ran, with the trend's
 // projection added.
-func breachStart(in Input, trend Load) time.Time {
+func (m Model) breachStart(in Input, trend Load) time.Time {
 	start := in.Now
 	for i := len(in.History) - 1; i >= 0; i-- {
 		s := in.History[i]
 		if !complete(s) || (i < len(in.History)-1 && in.History[i+1].Time.Sub(s.Time) > maxGap) {
 			break
 		}
-		load := EstimateLoad(s)
+		load := m.EstimateLoad(s)
 		ahead := leadAhead(load, trend)
 		memory, connections, _ := pressures(s)
 		size := Size{Replicas: s.Replicas, Tier: s.Tier}
-		if fits(ahead, size, in.Policy.CPUTarget*upTolerance) && memory <= in.Policy.MemoryTarget && connections <= in.Policy.ConnectionTarget {
+		if m.fits(ahead, size, in.Policy.CPUTarget*upTolerance) && memory <= in.Policy.MemoryTarget && connections <= in.Policy.ConnectionTarget {
 			break
 		}
 		start = s.Time
@@ -150,7 +150,7 @@ func breachStart(in Input, trend Load) time.Time {
 // windowPeak returns the highest write and read load over the window ending
 // now, and whether the window is covered by complete samples without gaps.
 // A scale-down is never decided on partial data.
-func windowPeak(history []Sample, now time.Time, window time.Duration) (Load, bool) {
+func (m Model) windowPeak(history []Sample, now time.Time, window time.Duration) (Load, bool) {
 	var peak Load
 	covered := false
 	for i := len(history) - 1; i >= 0; i-- {
@@ -161,7 +161,7 @@ func windowPeak(history []Sample, now time.Time, window time.Duration) (Load, bo
 		if i < len(history)-1 && history[i+1].Time.Sub(s.Time) > maxGap {
 			return peak, false
 		}
-		load := EstimateLoad(s)
+		load := m.EstimateLoad(s)
 		peak.Write = math.Max(peak.Write, load.Write)
 		peak.Read = math.Max(peak.Read, load.Read)
 		// The most reads on replicas alone: the fewest replicas fit it.

@@ -6,10 +6,19 @@ import (
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
 )
 
-// ReplicaWriteShare is the share of the write load each replica carries: it
-// replays every write the primary makes (streaming replication), at a
-// fraction of the cost of executing it.
-const ReplicaWriteShare = 0.3
+// Model is what the engine knows of how a Database spends CPU: the share of
+// a write's cost each replica pays to replay it (streaming replication
+// replays every write the primary makes, at a fraction of the cost of
+// executing it). LearnModel fits it to the Database's history.
+type Model struct {
+	ReplayShare float64
+}
+
+// DefaultReplayShare is the replay share assumed until the history tells.
+const DefaultReplayShare = 0.3
+
+// Assumed is the model before anything is learnt.
+var Assumed = Model{ReplayShare: DefaultReplayShare}
 
 // saturated is the utilization above which a pod is taken as saturated: its
 // measured CPU cannot show how much more it is being asked for.
@@ -47,7 +56,7 @@ func Unmasked(load Load, s Sample) Load {
 }
 
 // Load is a Database's demand in capacity units (a small pod serves 1):
-// Write loads the primary fully and every replica at ReplicaWriteShare; Read
+// Write loads the primary fully and every replica at the replay share; Read
 // spreads over the pods that serve it: its ReplicaOnly share over the
 // replicas alone (reads sent to the -ro Service), the rest evenly over all
 // pods.
@@ -83,7 +92,7 @@ type Utilizations struct {
 
 // Predict returns the utilization of the primary and of each replica when
 // load runs on replicas pods of tier t.
-func Predict(load Load, replicas int32, t dbpilotv1alpha1.Tier) Utilizations {
+func (m Model) Predict(load Load, replicas int32, t dbpilotv1alpha1.Tier) Utilizations {
 	c := Capacity(t)
 	if replicas <= 1 {
 		return Utilizations{Primary: (load.Write + load.Read) / c}
@@ -92,7 +101,7 @@ func Predict(load Load, replicas int32, t dbpilotv1alpha1.Tier) Utilizations {
 	even := load.Read * (1 - load.ReplicaOnly) / n
 	return Utilizations{
 		Primary: (load.Write + even) / c,
-		Replica: (ReplicaWriteShare*load.Write + even + load.Read*load.ReplicaOnly/(n-1)) / c,
+		Replica: (m.ReplayShare*load.Write + even + load.Read*load.ReplicaOnly/(n-1)) / c,
 	}
 }
 
@@ -105,7 +114,7 @@ func Predict(load Load, replicas int32, t dbpilotv1alpha1.Tier) Utilizations {
 // spread evenly). Alone, the primary's load is split by the engine's read
 // and write rates (all writes when they are unknown, the conservative case,
 // since writes only a bigger tier can absorb).
-func EstimateLoad(s Sample) Load {
+func (m Model) EstimateLoad(s Sample) Load {
 	c := Capacity(s.Tier)
 	cores := cpuCores(s.Tier)
 	var primary float64
@@ -140,8 +149,8 @@ func EstimateLoad(s Sample) Load {
 	if replicaReads > 0 {
 		evenShare = math.Min(1, primaryReads/(replicaReads/k))
 	}
-	write := math.Max(0, (primary-evenShare*replica)*c/(1-evenShare*ReplicaWriteShare))
-	perReplica := math.Max(0, replica*c-ReplicaWriteShare*write)
+	write := math.Max(0, (primary-evenShare*replica)*c/(1-evenShare*m.ReplayShare))
+	perReplica := math.Max(0, replica*c-m.ReplayShare*write)
 	even, replicaOnly := evenShare*perReplica, (1-evenShare)*perReplica*k
 	load := Load{Write: write, Read: even*n + replicaOnly}
 	if load.Read > 0 {
@@ -168,8 +177,8 @@ func Ceiling(target float64) float64 { return math.Min(0.95, target+0.2) }
 // fits reports whether load runs on the size with the pods' average
 // utilization within target (as the HPA measures it) and no pod above the
 // target's ceiling.
-func fits(load Load, s Size, target float64) bool {
-	u := Predict(load, s.Replicas, s.Tier)
+func (m Model) fits(load Load, s Size, target float64) bool {
+	u := m.Predict(load, s.Replicas, s.Tier)
 	n := float64(max(1, s.Replicas))
 	average := (u.Primary + (n-1)*u.Replica) / n
 	ceiling := Ceiling(target)
@@ -180,7 +189,7 @@ func fits(load Load, s Size, target float64) bool {
 // target at the least cost; among equal costs, the one nearest current. When
 // no size fits, it returns the size with the lowest peak utilization (the
 // biggest the bounds allow) and false.
-func Cheapest(load Load, p Policy, current Size, target float64) (Size, bool) {
+func (m Model) Cheapest(load Load, p Policy, current Size, target float64) (Size, bool) {
 	var best Size
 	found := false
 	bestPeak := math.Inf(1)
@@ -189,15 +198,15 @@ func Cheapest(load Load, p Policy, current Size, target float64) (Size, bool) {
 		tier := dbpilotv1alpha1.TierAt(t)
 		for n := p.MinReplicas; n <= p.MaxReplicas; n++ {
 			s := Size{Replicas: n, Tier: tier}
-			u := Predict(load, n, tier)
+			u := m.Predict(load, n, tier)
 			peak := math.Max(u.Primary, u.Replica)
 			if peak < bestPeak-1e-9 || (math.Abs(peak-bestPeak) < 1e-9 && s.Cost() < fallback.Cost()) {
 				bestPeak, fallback = peak, s
 			}
-			if !fits(load, s, target) {
+			if !m.fits(load, s, target) {
 				continue
 			}
-			if !found || s.Cost() < best.Cost()-1e-9 || (math.Abs(s.Cost()-best.Cost()) < 1e-9 && better(load, s, best, current)) {
+			if !found || s.Cost() < best.Cost()-1e-9 || (math.Abs(s.Cost()-best.Cost()) < 1e-9 && m.better(load, s, best, current)) {
 				best, found = s, true
 			}
 		}
@@ -211,8 +220,8 @@ func Cheapest(load Load, p Policy, current Size, target float64) (Size, bool) {
 // better breaks a tie of cost between a and b: more headroom first (a write
 // load is better served by one bigger primary than by replicas that each
 // replay it), then fewer steps from the current size.
-func better(load Load, a, b, current Size) bool {
-	ua, ub := Predict(load, a.Replicas, a.Tier), Predict(load, b.Replicas, b.Tier)
+func (m Model) better(load Load, a, b, current Size) bool {
+	ua, ub := m.Predict(load, a.Replicas, a.Tier), m.Predict(load, b.Replicas, b.Tier)
 	pa, pb := math.Max(ua.Primary, ua.Replica), math.Max(ub.Primary, ub.Replica)
 	if math.Abs(pa-pb) > 0.02 {
 		return pa < pb

@@ -98,3 +98,35 @@ func TestTierChangeKeepsPodsUntilRolledOut(t *testing.T) {
 		t.Errorf("after the roll: %d %s pods, want 2 large", got, w.tier)
 	}
 }
+
+// TestShippedWorldsOverloadLessThanHPA replays the suite in every shipped
+// world: the auto-pilot, which learns each world only from its metrics,
+// overloads at most 30 % of what the HPA does, and stays within bounds.
+// `make bench-autopilot` prints every world's figures, cost and flaps
+// included.
+func TestShippedWorldsOverloadLessThanHPA(t *testing.T) {
+	traces, err := ReadSuite("testdata")
+	if err != nil {
+		t.Fatal(err)
+	}
+	worlds, err := ReadWorlds("testdata/worlds")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, world := range worlds {
+		var total Comparison
+		for _, trace := range traces {
+			cmp := Compare(trace, ConfigFor(world.World))
+			total = total.Add(cmp)
+			for _, p := range cmp.Autopilot.Timeline {
+				if p.Replicas < Bounds.MinReplicas || p.Replicas > Bounds.MaxReplicas || p.Tier.Index() < 0 {
+					t.Fatalf("%s, %s at %.0f s: %d %s pods is outside the bounds", world.Name, trace.Name, p.Seconds, p.Replicas, p.Tier)
+				}
+			}
+		}
+		if ratio := total.OverloadRatio(); ratio > 0.30 {
+			t.Errorf("%s: overload ratio %.3f, want at most 0.30", world.Name, ratio)
+		}
+		t.Logf("%s: %s", world.Name, total.Summary())
+	}
+}
