@@ -158,7 +158,7 @@ demo-autopilot: controlplane manifests deps ## Watch the auto-pilot scale a Data
 bench-autopilot: ## Replay the trace suite through the auto-pilot and the HPA baseline (charts in out/autopilot/), in the default and every shipped world, and time a 10,000-Database cycle.
 	mkdir -p out/autopilot
 	$(GO) run ./autopilot/cmd/sim --charts out/autopilot
-	@for world in autopilot/sim/testdata/worlds/*.json; do printf '%s: ' "$$(basename $$world .json)"; $(GO) run ./autopilot/cmd/sim --world $$world | tail -1; done
+	@for world in autopilot/sim/testdata/worlds/*.json; do echo "world $$(basename $$world .json):"; $(GO) run ./autopilot/cmd/sim --world $$world | tail -2; done
 	$(GO) test -count=1 -run '^$$' -bench BenchmarkDecideCycle -benchtime 3x ./autopilot/
 
 .PHONY: bench-failover

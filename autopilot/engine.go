@@ -159,6 +159,15 @@ func decideUp(d Decision, in Input, m Model, cur Size, load, ahead, trend Load, 
 	if next == cur {
 		return hold(d, ReasonAtBounds, fmt.Sprintf("Above target (%s) but already at the most the bounds allow: %d %s pods", reason, p.MaxReplicas, p.MaxTier)), true
 	}
+	note := ""
+	if next.Tier != cur.Tier && cur.Replicas == 1 && p.MaxReplicas > 1 && !in.Current.InPlaceResize {
+		// A lone pod's new tier would restart it with nothing to switch
+		// over to: add a replica of the new tier with it, which clones
+		// while the pod serves; the primary then switches over to it
+		// before it restarts.
+		next.Replicas = 2
+		note = " (a replica of the new tier with it, for the primary to switch over to instead of restarting the only pod)"
+	}
 	d.Replicas, d.Tier = next.Replicas, next.Tier
 	if next.Tier != cur.Tier {
 		// A new tier brings its own connection limit.
@@ -171,6 +180,7 @@ func decideUp(d Decision, in Input, m Model, cur Size, load, ahead, trend Load, 
 	if next.Replicas < cur.Replicas {
 		d.Message += ", the pods it no longer needs staying until the new tier has rolled out"
 	}
+	d.Message += note
 	return d, true
 }
 
@@ -278,6 +288,17 @@ func decideDown(d Decision, in Input, m Model, cur Size, load Load) Decision {
 		if wait := in.Last.Tier.Add(p.TierCooldown); !in.Last.Tier.IsZero() && in.Now.Before(wait) {
 			d.NextEligible = wait
 			return hold(d, ReasonCooldown, "Over-provisioned, but the last tier change was too recent")
+		}
+		if smaller.Replicas == 1 && cur.Replicas == 1 && !in.Current.InPlaceResize {
+			// Restarting the only pod would leave the Database without
+			// writes or reads meanwhile: a replica of the smaller tier
+			// comes first, at no more cost, for the primary to switch
+			// over to; it goes by the next scale-down.
+			paired := Size{Replicas: 2, Tier: smaller.Tier}
+			if p.MaxReplicas < 2 || paired.Cost() > cur.Cost() {
+				return hold(d, ReasonWithinTargets, fmt.Sprintf("Over-provisioned, but 1 %s pod would restart the only pod", smaller.Tier))
+			}
+			smaller = paired
 		}
 		next, peak = smaller, tierPeak
 	default:

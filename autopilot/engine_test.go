@@ -252,7 +252,9 @@ func TestDecide(t *testing.T) {
 				}
 				return input(oneLarge, h)
 			}(),
-			action: ActionTierUp, reason: ReasonPredicted, replicas: 1, tier: dbpilotv1alpha1.TierXLarge, metricsOK: true,
+			// A replica of the new tier comes with it, for the lone
+			// primary to switch over to.
+			action: ActionTierUp, reason: ReasonPredicted, replicas: 2, tier: dbpilotv1alpha1.TierXLarge, metricsOK: true,
 		},
 	}
 	for _, tc := range cases {
@@ -448,5 +450,39 @@ func TestReadsOnReplicasKeepTheirReplicas(t *testing.T) {
 	in.Policy.CPUTarget, in.Policy.MaxTier = 0.8, dbpilotv1alpha1.TierSmall
 	if d := Decide(in); d.Replicas != 3 || d.Reason != ReasonReadPressure {
 		t.Errorf("a saturated replica: %s to %d pods (%s), want 3 for reads", d.Action, d.Replicas, d.Reason)
+	}
+}
+
+// TestLonePodIsNeverRestartedForATier: a tier change of a one-pod Database
+// would restart its only pod, leaving it without writes; the engine pairs it
+// with a replica of the new tier (at no more cost going down), unless the
+// cluster resizes pods in place or the bounds allow one pod only.
+func TestLonePodIsNeverRestartedForATier(t *testing.T) {
+	oneLarge := Size{Replicas: 1, Tier: dbpilotv1alpha1.TierLarge}
+	var rising []Sample
+	for i := range 25 {
+		rising = append(rising, sample(now.Add(time.Duration(i-24)*15*time.Second), oneLarge, Load{Write: 1.0 + 0.06*float64(i), Read: 0.5}, 0.5))
+	}
+	up := input(oneLarge, rising)
+	if d := Decide(up); d.Replicas != 2 || d.Tier != dbpilotv1alpha1.TierXLarge || !strings.Contains(d.Message, "switch over") {
+		t.Errorf("up: got %d %s (%s), want 2 xlarge", d.Replicas, d.Tier, d.Message)
+	}
+	up.Current.InPlaceResize = true
+	if d := Decide(up); d.Replicas != 1 || d.Tier != dbpilotv1alpha1.TierXLarge {
+		t.Errorf("up, resized in place: got %d %s, want 1 xlarge", d.Replicas, d.Tier)
+	}
+
+	quiet := input(oneLarge, steady(oneLarge, Load{Write: 0.3, Read: 0.3}, 30*time.Minute))
+	if d := Decide(quiet); d.Replicas != 2 || d.Tier != dbpilotv1alpha1.TierMedium {
+		t.Errorf("down: got %s to %d %s (%s), want 2 medium pods, as costly as 1 large", d.Action, d.Replicas, d.Tier, d.Message)
+	}
+	quiet.Current.InPlaceResize = true
+	if d := Decide(quiet); d.Replicas != 1 || d.Tier != dbpilotv1alpha1.TierMedium {
+		t.Errorf("down, resized in place: got %d %s, want 1 medium", d.Replicas, d.Tier)
+	}
+	quiet.Current.InPlaceResize = false
+	quiet.Policy.MaxReplicas = 1
+	if d := Decide(quiet); d.Action != ActionHold || d.Tier != dbpilotv1alpha1.TierLarge {
+		t.Errorf("down with one pod allowed: got %s to %d %s, want a hold", d.Action, d.Replicas, d.Tier)
 	}
 }

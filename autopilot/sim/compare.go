@@ -2,45 +2,69 @@ package sim
 
 import "fmt"
 
-// Comparison is the auto-pilot's and the HPA's results on the same traces.
+// Comparison is the auto-pilot's, the HPA's and the HPA with a VPA's results
+// on the same traces.
 type Comparison struct {
-	Autopilot, HPA Result
+	Autopilot, HPA, HPAVPA Result
+	// Dominated counts the traces on which the HPA had both less overload
+	// and less cost than the auto-pilot.
+	Dominated int
 }
 
-// Compare replays one trace through both controllers.
+// Compare replays one trace through the three controllers.
 func Compare(trace Trace, cfg Config) Comparison {
-	return Comparison{Autopilot: RunAutopilot(trace, cfg), HPA: RunHPA(trace, cfg)}
+	c := Comparison{Autopilot: RunAutopilot(trace, cfg), HPA: RunHPA(trace, cfg), HPAVPA: RunHPAVPA(trace, cfg)}
+	if c.HPA.OverloadPodSeconds < c.Autopilot.OverloadPodSeconds && c.HPA.Cost < c.Autopilot.Cost {
+		c.Dominated = 1
+	}
+	return c
 }
 
 // Add sums two comparisons (timelines are not kept).
 func (c Comparison) Add(o Comparison) Comparison {
 	add := func(a, b Result) Result {
 		return Result{
-			OverloadPodSeconds: a.OverloadPodSeconds + b.OverloadPodSeconds,
-			Cost:               a.Cost + b.Cost,
-			Flaps:              a.Flaps + b.Flaps,
-			Changes:            a.Changes + b.Changes,
+			OverloadPodSeconds:        a.OverloadPodSeconds + b.OverloadPodSeconds,
+			Cost:                      a.Cost + b.Cost,
+			Flaps:                     a.Flaps + b.Flaps,
+			Changes:                   a.Changes + b.Changes,
+			WriteUnavailableSeconds:   a.WriteUnavailableSeconds + b.WriteUnavailableSeconds,
+			Restarts:                  a.Restarts + b.Restarts,
+			Switchovers:               a.Switchovers + b.Switchovers,
+			UnswitchedPrimaryRestarts: a.UnswitchedPrimaryRestarts + b.UnswitchedPrimaryRestarts,
 		}
 	}
-	return Comparison{Autopilot: add(c.Autopilot, o.Autopilot), HPA: add(c.HPA, o.HPA)}
+	return Comparison{
+		Autopilot: add(c.Autopilot, o.Autopilot), HPA: add(c.HPA, o.HPA), HPAVPA: add(c.HPAVPA, o.HPAVPA),
+		Dominated: c.Dominated + o.Dominated,
+	}
 }
 
-// OverloadRatio is the auto-pilot's overloaded pod-seconds over the HPA's.
-func (c Comparison) OverloadRatio() float64 {
-	if c.HPA.OverloadPodSeconds == 0 {
-		if c.Autopilot.OverloadPodSeconds == 0 {
+// ratio is a/b, 0 when both are 0 and 1e9 when only b is.
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		if a == 0 {
 			return 0
 		}
 		return 1e9
 	}
-	return c.Autopilot.OverloadPodSeconds / c.HPA.OverloadPodSeconds
+	return a / b
+}
+
+// OverloadRatio is the auto-pilot's overloaded pod-seconds over the HPA's.
+func (c Comparison) OverloadRatio() float64 {
+	return ratio(c.Autopilot.OverloadPodSeconds, c.HPA.OverloadPodSeconds)
 }
 
 // CostRatio is the auto-pilot's cost over the HPA's.
 func (c Comparison) CostRatio() float64 { return c.Autopilot.Cost / c.HPA.Cost }
 
-// Summary is the final line of the simulator's output.
+// Summary is the final two lines of the simulator's output: the auto-pilot
+// against the HPA, and against the HPA with a VPA.
 func (c Comparison) Summary() string {
-	return fmt.Sprintf("autopilot/hpa overload_ratio=%.3f cost_ratio=%.3f flaps_autopilot=%d flaps_hpa=%d",
-		c.OverloadRatio(), c.CostRatio(), c.Autopilot.Flaps, c.HPA.Flaps)
+	return fmt.Sprintf("autopilot/hpa overload_ratio=%.3f cost_ratio=%.3f flaps_autopilot=%d flaps_hpa=%d write_unavailable_s=%.0f unswitched_primary_restarts=%d dominated_traces=%d\n"+
+		"autopilot/hpa+vpa overload_ratio=%.3f cost_ratio=%.3f write_unavailable_ratio=%.3f",
+		c.OverloadRatio(), c.CostRatio(), c.Autopilot.Flaps, c.HPA.Flaps, c.Autopilot.WriteUnavailableSeconds, c.Autopilot.UnswitchedPrimaryRestarts, c.Dominated,
+		ratio(c.Autopilot.OverloadPodSeconds, c.HPAVPA.OverloadPodSeconds), c.Autopilot.Cost/c.HPAVPA.Cost,
+		ratio(c.Autopilot.WriteUnavailableSeconds, c.HPAVPA.WriteUnavailableSeconds))
 }

@@ -16,6 +16,13 @@ type Result struct {
 	Flaps int
 	// Changes counts size changes.
 	Changes int
+	// WriteUnavailableSeconds sums the time writes could not be served:
+	// switchovers, and primaries restarted without one.
+	WriteUnavailableSeconds float64
+	// Restarts counts pod restarts, Switchovers the primary's moves, and
+	// UnswitchedPrimaryRestarts the primaries restarted while a replica
+	// could have taken over.
+	Restarts, Switchovers, UnswitchedPrimaryRestarts int
 	// Timeline has one point per interval, for charts.
 	Timeline []Point
 }
@@ -28,6 +35,8 @@ type Point struct {
 	Tier          dbpilotv1alpha1.Tier
 	// Capacity is the ready pods' total capacity.
 	Capacity float64
+	// Restarts and Switchovers count the roll events so far.
+	Restarts, Switchovers int
 }
 
 // controller decides a new size at time t from the world.
@@ -35,9 +44,11 @@ type controller interface {
 	decide(t float64, w *world, gap bool) (int32, dbpilotv1alpha1.Tier)
 }
 
-// Run replays the trace through a controller.
-func run(trace Trace, cfg Config, c controller) Result {
+// run replays the trace through a controller; switchFirst says how tier
+// changes roll (see world).
+func run(trace Trace, cfg Config, c controller, switchFirst bool) Result {
 	w := newWorld(cfg)
+	w.switchFirst = switchFirst
 	var res Result
 	dt := cfg.Interval.Seconds()
 	flaps := flapCounter{window: cfg.FlapWindow.Seconds()}
@@ -56,10 +67,11 @@ func run(trace Trace, cfg Config, c controller) Result {
 		}
 		res.Timeline = append(res.Timeline, Point{
 			Seconds: t, Reads: load.Read, Writes: load.Write, Replicas: w.provisioned(), Tier: w.tier,
-			Capacity: units(w.ready(t), w.tier),
+			Capacity: w.servingUnits(t), Restarts: w.restarts, Switchovers: w.switchovers,
 		})
 	}
 	res.Flaps = flaps.count
+	res.WriteUnavailableSeconds, res.Restarts, res.Switchovers, res.UnswitchedPrimaryRestarts = w.writesDown, w.restarts, w.switchovers, w.unswitched
 	return res
 }
 
@@ -88,12 +100,22 @@ func (f *flapCounter) record(t, costDelta float64) {
 
 // RunAutopilot replays the trace through the auto-pilot's decision engine.
 func RunAutopilot(trace Trace, cfg Config) Result {
-	return run(trace, cfg, &autopilotController{policy: Bounds})
+	return run(trace, cfg, &autopilotController{policy: Bounds}, true)
 }
 
 // RunHPA replays the trace through the HPA baseline.
 func RunHPA(trace Trace, cfg Config) Result {
-	return run(trace, cfg, &hpaController{hpa: NewHPA(Bounds.MinReplicas, Bounds.MaxReplicas)})
+	return run(trace, cfg, &hpaController{hpa: NewHPA(Bounds.MinReplicas, Bounds.MaxReplicas)}, true)
+}
+
+// RunHPAVPA replays the trace through the HPA on replicas and a VPA-style
+// tier recommender whose updater recreates pods, primary included, without
+// a switchover.
+func RunHPAVPA(trace Trace, cfg Config) Result {
+	return run(trace, cfg, &hpaVPAController{
+		hpa: hpaController{hpa: NewHPA(Bounds.MinReplicas, Bounds.MaxReplicas)},
+		vpa: NewVPA(Bounds.MinTier, Bounds.MaxTier),
+	}, false)
 }
 
 // historyLength keeps enough samples for the scale-down window and trends.
@@ -114,7 +136,9 @@ func (a *autopilotController) decide(t float64, w *world, gap bool) (int32, dbpi
 		}
 	}
 	target := w.size()
-	current := autopilot.Current{Replicas: target.Replicas, Tier: target.Tier}
+	// The operator learns from the API server whether pods resize in
+	// place; so does the engine here, from the world.
+	current := autopilot.Current{Replicas: target.Replicas, Tier: target.Tier, InPlaceResize: w.cfg.World.InPlaceResize}
 	now := simTime(t)
 	if w.busy(t) {
 		current.Busy = "rollout"
@@ -154,5 +178,23 @@ func (h *hpaController) decide(t float64, w *world, gap bool) (int32, dbpilotv1a
 		total += p.CPUCores / size.CPU.AsApproximateFloat64()
 	}
 	utilization := total / float64(max(1, len(s.Pods)))
-	return h.hpa.Desired(simTime(t), w.provisioned(), utilization, !gap && len(s.Pods) > 0), w.nextTier
+	return h.hpa.Desired(simTime(t), w.provisioned(), utilization, !gap && len(s.Pods) > 0), w.tier
+}
+
+type hpaVPAController struct {
+	hpa hpaController
+	vpa *VPA
+}
+
+func (h *hpaVPAController) decide(t float64, w *world, gap bool) (int32, dbpilotv1alpha1.Tier) {
+	replicas, tier := h.hpa.decide(t, w, gap)
+	if !gap {
+		for _, p := range w.observe(t).Pods {
+			h.vpa.Observe(t, p.CPUCores)
+		}
+	}
+	if !w.busy(t) {
+		tier = h.vpa.Desired(t, tier)
+	}
+	return replicas, tier
 }

@@ -56,6 +56,19 @@ func chartSVG(title string, c Comparison) string {
 	line(top, 4, func(i int) float64 { return float64(ap[i].Tier.Index()) }, "#1f77b4", "")
 	line(top, 4, func(i int) float64 { return float64(hpa[i].Tier.Index()) }, "#ff7f0e", "4 2")
 
+	// The auto-pilot's roll events: a restart is a blue tick under the tier
+	// panel, a switchover a red one.
+	marks := func(count func(i int) int, color string, from, to float64) {
+		for i := 1; i < len(ap); i++ {
+			if count(i) > count(i-1) {
+				fmt.Fprintf(&b, `<line x1="%.1f" y1="%.0f" x2="%.1f" y2="%.0f" stroke="%s" stroke-width="2"/>`+"\n", x(ap[i].Seconds), from, x(ap[i].Seconds), to, color)
+			}
+		}
+	}
+	marks(func(i int) int { return ap[i].Restarts }, "#1f77b4", top+panel+2, top+panel+10)
+	marks(func(i int) int { return ap[i].Switchovers }, "#d62728", top+panel+12, top+panel+20)
+	fmt.Fprintf(&b, `<text x="%.0f" y="%.0f">restarts (blue) and switchovers (red) of the auto-pilot's rolls</text>`+"\n", margin+300, top-5)
+
 	fmt.Fprintf(&b, `<text x="%.0f" y="%.0f">%.0f s; overloaded pod-seconds %.0f vs %.0f; cost %.0f vs %.0f; flaps %d vs %d</text>`+"\n",
 		margin, height-10, end, c.Autopilot.OverloadPodSeconds, c.HPA.OverloadPodSeconds, c.Autopilot.Cost, c.HPA.Cost, c.Autopilot.Flaps, c.HPA.Flaps)
 	b.WriteString("</svg>\n")

@@ -15,20 +15,18 @@ type Config struct {
 	World World
 	// Interval is how often both controllers decide (HPA's sync period).
 	Interval time.Duration
-	// RollTime is how long a tier change takes to roll through the pods.
-	RollTime time.Duration
 	// FlapWindow: a change of direction within it is a flap.
 	FlapWindow time.Duration
 }
 
-// DefaultConfig is the default world, a 15 s sync and a 3 min tier roll.
+// DefaultConfig is the default world and a 15 s sync.
 func DefaultConfig() Config {
 	return ConfigFor(DefaultWorld())
 }
 
 // ConfigFor is DefaultConfig in world w.
 func ConfigFor(w World) Config {
-	return Config{World: w, Interval: 15 * time.Second, RollTime: 3 * time.Minute, FlapWindow: 10 * time.Minute}
+	return Config{World: w, Interval: 15 * time.Second, FlapWindow: 10 * time.Minute}
 }
 
 // Start is the size every trace starts at, and Bounds what both controllers
@@ -44,32 +42,51 @@ var (
 	}
 )
 
-// world is the simulated database: pods that serve once ready, and a tier
-// that changes once its roll finishes. Its physics is its own code: the
-// engine judged here learns it only from the metrics.
+// world is the simulated database: pods that serve once cloned or
+// restarted, and a tier every pod reaches by a roll (a restart per pod) or,
+// where the world allows it, by an in-place resize. Its physics is its own
+// code: the engine judged here learns it only from the metrics.
 type world struct {
 	cfg Config
-	// readyAt holds, per pod, when it starts serving; pod 0 is the primary.
-	readyAt  []float64
-	tier     dbpilotv1alpha1.Tier
-	nextTier dbpilotv1alpha1.Tier
-	tierAt   float64
+	// pods[0] is the primary.
+	pods []pod
+	// tier is the declared tier, which every pod runs once rolled.
+	tier dbpilotv1alpha1.Tier
 	// shedTo is how many pods remain once the tier change has rolled out:
 	// a resize to a new tier and fewer pods keeps them all until then.
 	shedTo int32
+	// switchFirst: a roll moves the primary to a rolled replica before it
+	// restarts the primary (dbpilot's operator); without it the primary is
+	// restarted in place (VPA's updater).
+	switchFirst bool
+	// writesDown is how long writes were unavailable; restarts,
+	// switchovers and unswitched count the roll's events.
+	writesDown                        float64
+	restarts, switchovers, unswitched int
 	// truth records each step's true CPU demand, for delayed metrics.
 	truth []truthPoint
 	noise *rand.Rand
 }
 
+// pod is one pod of the simulated database.
+type pod struct {
+	// servesAt is when the pod serves, after a clone or a restart.
+	servesAt float64
+	tier     dbpilotv1alpha1.Tier
+	// resizeAt is when an in-place resize to the declared tier lands (0:
+	// none pending).
+	resizeAt float64
+}
+
 type truthPoint struct {
 	at       float64
 	replicas int32
-	tier     dbpilotv1alpha1.Tier
-	// primary and replica are the CPU cores the pods are asked for, which
-	// may be more than they have.
-	primary, replica float64
-	load             autopilot.Load
+	// primary and replica are the CPU cores the primary and each replica
+	// are asked for, which may be more than they have: primaryCores and
+	// replicaCores.
+	primary, replica           float64
+	primaryCores, replicaCores float64
+	load                       autopilot.Load
 }
 
 // unitCores is the CPU, in cores, that one unit of a trace's demand takes:
@@ -90,9 +107,15 @@ func units(pods int32, t dbpilotv1alpha1.Tier) float64 {
 // cpuDemand is what load asks of the primary and of each replica when n pods
 // serve it, in cores: writes are executed on the primary and replayed on
 // every replica at the world's share; reads for the -ro Service go to the
-// replicas alone, the rest spread over every pod.
-func (w *world) cpuDemand(load autopilot.Load, n int32) (primary, replica float64) {
-	if n <= 1 {
+// replicas alone, the rest spread over every pod. Without a serving primary
+// writes are not served, and the replicas serve every read.
+func (w *world) cpuDemand(load autopilot.Load, n int32, primaryServes bool) (primary, replica float64) {
+	switch {
+	case n == 0:
+		return 0, 0
+	case !primaryServes:
+		return 0, unitCores * load.Read / float64(n)
+	case n == 1:
 		return unitCores * (load.Write + load.Read), 0
 	}
 	spread := load.Read * (1 - load.ReplicaOnly) / float64(n)
@@ -102,9 +125,9 @@ func (w *world) cpuDemand(load autopilot.Load, n int32) (primary, replica float6
 }
 
 func newWorld(cfg Config) *world {
-	w := &world{cfg: cfg, tier: StartTier, nextTier: StartTier, noise: rand.New(rand.NewPCG(cfg.World.Seed, 0x5eed))}
+	w := &world{cfg: cfg, tier: StartTier, switchFirst: true, noise: rand.New(rand.NewPCG(cfg.World.Seed, 0x5eed))}
 	for range StartReplicas {
-		w.readyAt = append(w.readyAt, 0)
+		w.pods = append(w.pods, pod{tier: StartTier})
 	}
 	return w
 }
@@ -112,38 +135,66 @@ func newWorld(cfg Config) *world {
 // ready is the number of pods serving at time t.
 func (w *world) ready(t float64) int32 {
 	var n int32
-	for _, at := range w.readyAt {
-		if at <= t {
+	for _, p := range w.pods {
+		if p.servesAt <= t {
 			n++
 		}
 	}
 	return n
 }
 
-func (w *world) provisioned() int32 { return int32(len(w.readyAt)) }
+func (w *world) provisioned() int32 { return int32(len(w.pods)) }
 
-// busy reports whether a clone or a roll is in progress at t.
+// servingUnits is what the pods serving at t serve flat out, in trace units.
+func (w *world) servingUnits(t float64) float64 {
+	var total float64
+	for _, p := range w.pods {
+		if p.servesAt <= t {
+			total += units(1, p.tier)
+		}
+	}
+	return total
+}
+
+// rolled reports whether every pod runs the declared tier.
+func (w *world) rolled() bool {
+	for _, p := range w.pods {
+		if p.tier != w.tier {
+			return false
+		}
+	}
+	return true
+}
+
+// busy reports whether a clone, a restart, a roll or a resize is in
+// progress at t.
 func (w *world) busy(t float64) bool {
-	return w.ready(t) < w.provisioned() || w.nextTier != w.tier
+	return w.ready(t) < w.provisioned() || !w.rolled()
 }
 
 // resize moves towards replicas pods of tier: new pods serve after the clone
-// time, removed pods go at once (newest first), a tier change lands after the
-// roll time.
+// time, removed pods go at once (newest first, never the primary) unless a
+// tier change is under way, which they wait for; a new tier is resized in
+// place where the world allows it, or rolled.
 func (w *world) resize(t float64, replicas int32, tier dbpilotv1alpha1.Tier) {
-	for w.provisioned() < replicas {
-		w.readyAt = append(w.readyAt, t+w.cfg.World.CloneSeconds)
+	if tier != w.tier {
+		w.tier = tier
+		for i := range w.pods {
+			if w.cfg.World.InPlaceResize && w.pods[i].tier != tier {
+				w.pods[i].resizeAt = t + w.cfg.World.ResizeSeconds
+			}
+		}
 	}
-	if tier != w.tier && tier != w.nextTier {
-		w.nextTier, w.tierAt = tier, t+w.cfg.RollTime.Seconds()
+	for w.provisioned() < replicas {
+		w.pods = append(w.pods, pod{servesAt: t + w.cfg.World.CloneSeconds, tier: w.tier})
 	}
 	w.shedTo = 0
 	if w.provisioned() > replicas {
-		if w.nextTier != w.tier {
+		if !w.rolled() {
 			w.shedTo = max(1, replicas)
 			return
 		}
-		w.readyAt = w.readyAt[:max(1, replicas)]
+		w.pods = w.pods[:max(1, replicas)]
 	}
 }
 
@@ -153,34 +204,79 @@ func (w *world) size() autopilot.Size {
 	if w.shedTo > 0 {
 		n = w.shedTo
 	}
-	return autopilot.Size{Replicas: n, Tier: w.nextTier}
+	return autopilot.Size{Replicas: n, Tier: w.tier}
+}
+
+// advance lands due in-place resizes and restarts the next pod of a roll:
+// one pod at a time, each once every pod serves again; replicas first,
+// newest first; then the primary, which moves to a rolled replica first
+// (a switchover) when there is one and the roll switches first.
+func (w *world) advance(t float64) {
+	for i := range w.pods {
+		if p := &w.pods[i]; p.resizeAt > 0 && t >= p.resizeAt {
+			p.tier, p.resizeAt = w.tier, 0
+		}
+	}
+	if w.cfg.World.InPlaceResize || w.rolled() || w.ready(t) < w.provisioned() {
+		return
+	}
+	for i := len(w.pods) - 1; i > 0; i-- {
+		if w.pods[i].tier != w.tier {
+			w.restart(t, i)
+			return
+		}
+	}
+	if len(w.pods) == 1 {
+		w.restart(t, 0)
+		w.writesDown += w.cfg.World.RestartSeconds
+		return
+	}
+	if w.switchFirst {
+		w.pods[0], w.pods[1] = w.pods[1], w.pods[0]
+		w.switchovers++
+		w.writesDown += w.cfg.World.SwitchoverSeconds
+		w.restart(t, 1)
+		return
+	}
+	w.restart(t, 0)
+	w.unswitched++
+	w.writesDown += w.cfg.World.RestartSeconds
+}
+
+func (w *world) restart(t float64, i int) {
+	w.pods[i].servesAt, w.pods[i].tier = t+w.cfg.World.RestartSeconds, w.tier
+	w.restarts++
 }
 
 // step advances to time t under load, recording truth, and returns the
-// overloaded pod-seconds and the cost of the interval dt.
+// overloaded pod-seconds and the cost of the interval dt: every pod that
+// exists is paid for at its own tier, and only serving pods serve.
 func (w *world) step(t, dt float64, load autopilot.Load) (overload, cost float64) {
-	if w.nextTier != w.tier && t >= w.tierAt {
-		w.tier = w.nextTier
-		if w.shedTo > 0 {
-			w.readyAt, w.shedTo = w.readyAt[:w.shedTo], 0
-		}
+	w.advance(t)
+	if w.shedTo > 0 && w.rolled() {
+		w.pods, w.shedTo = w.pods[:w.shedTo], 0
 	}
 	n := w.ready(t)
-	primary, replica := w.cpuDemand(load, n)
-	w.truth = append(w.truth, truthPoint{at: t, replicas: n, tier: w.tier, primary: primary, replica: replica, load: load})
-	cores := podCores(w.tier)
-	if primary > cores {
-		overload += dt
+	primaryServes := w.pods[0].servesAt <= t
+	primary, replica := w.cpuDemand(load, n, primaryServes)
+	point := truthPoint{at: t, replicas: n, primary: primary, replica: replica, load: load}
+	for i, p := range w.pods {
+		cost += units(1, p.tier) * dt
+		if p.servesAt > t {
+			continue
+		}
+		cores, demand := podCores(p.tier), replica
+		if i == 0 {
+			demand, point.primaryCores = primary, cores
+		} else if point.replicaCores == 0 || cores < point.replicaCores {
+			point.replicaCores = cores
+		}
+		if demand > cores {
+			overload += dt
+		}
 	}
-	if n > 1 && replica > cores {
-		overload += float64(n-1) * dt
-	}
-	// During a roll every pod is paid for at the bigger of the two tiers.
-	paid := units(w.provisioned(), w.tier)
-	if w.nextTier != w.tier {
-		paid = math.Max(paid, units(w.provisioned(), w.nextTier))
-	}
-	return overload, paid * dt
+	w.truth = append(w.truth, point)
+	return overload, cost
 }
 
 // observe returns the metrics a controller reads at time t: CPU averaged
@@ -197,10 +293,9 @@ func (w *world) observe(t float64) autopilot.Sample {
 		if p.at > end {
 			continue
 		}
-		// A pod of another tier in the window counts with its own cores.
-		cores := podCores(p.tier)
-		primary += math.Min(cores, p.primary)
-		replica += math.Min(cores, p.replica)
+		// Each pod is capped at the cores it had then.
+		primary += math.Min(p.primaryCores, p.primary)
+		replica += math.Min(p.replicaCores, p.replica)
 		reads += p.load.Read
 		writes += p.load.Write
 		count++

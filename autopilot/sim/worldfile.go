@@ -30,13 +30,25 @@ type World struct {
 	ScrapeSeconds float64 `json:"scrapeSeconds"`
 	// RateWindowSeconds is the window CPU rates are averaged over.
 	RateWindowSeconds float64 `json:"rateWindowSeconds"`
+	// RestartSeconds is how long a restarted pod serves nothing.
+	RestartSeconds float64 `json:"restartSeconds"`
+	// SwitchoverSeconds is how long writes are unavailable while the
+	// primary moves to a replica.
+	SwitchoverSeconds float64 `json:"switchoverSeconds"`
+	// InPlaceResize: the cluster resizes a running pod's CPU and memory
+	// without a restart, ResizeSeconds after it is asked.
+	InPlaceResize bool    `json:"inPlaceResize"`
+	ResizeSeconds float64 `json:"resizeSeconds"`
 }
 
 // DefaultWorld is the world of the shipped results: replicas replay writes at
 // 30 % of their cost, exact CPU, 2-minute clones, 15 s scrapes, 1-minute
-// rate windows.
+// rate windows, 30 s restarts, 5 s switchovers, no in-place resize.
 func DefaultWorld() World {
-	return World{ReplicaWriteShare: 0.3, CloneSeconds: 120, ScrapeSeconds: 15, RateWindowSeconds: 60}
+	return World{
+		ReplicaWriteShare: 0.3, CloneSeconds: 120, ScrapeSeconds: 15, RateWindowSeconds: 60,
+		RestartSeconds: 30, SwitchoverSeconds: 5, ResizeSeconds: 10,
+	}
 }
 
 // ReadWorld parses a world file onto DefaultWorld.
@@ -105,6 +117,14 @@ func (w World) validate() error {
 	}
 	if w.ScrapeSeconds < 0 {
 		errs = append(errs, fmt.Errorf("scrapeSeconds %g: want at least 0", w.ScrapeSeconds))
+	}
+	for _, d := range []struct {
+		key   string
+		value float64
+	}{{"restartSeconds", w.RestartSeconds}, {"switchoverSeconds", w.SwitchoverSeconds}, {"resizeSeconds", w.ResizeSeconds}} {
+		if d.value < 0 {
+			errs = append(errs, fmt.Errorf("%s %g: want at least 0", d.key, d.value))
+		}
 	}
 	if w.RateWindowSeconds <= 0 {
 		errs = append(errs, fmt.Errorf("rateWindowSeconds %g: want more than 0", w.RateWindowSeconds))
