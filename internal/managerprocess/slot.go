@@ -174,6 +174,17 @@ func (s *Slot) LogTail(lines int) string {
 	return b.String()
 }
 
+// Leads reports whether the current process runs and its log says it
+// acquired the leader election Lease (client-go logs it once, on
+// acquiring).
+func (s *Slot) Leads() bool {
+	if !s.Alive() {
+		return false
+	}
+	data, err := os.ReadFile(filepath.Join(s.logDir, s.Writer()+".log"))
+	return err == nil && strings.Contains(strings.ToLower(string(data)), "acquired lease")
+}
+
 // PID is the current process's ID, 0 before the first start.
 func (s *Slot) PID() int {
 	s.mu.Lock()
