@@ -112,16 +112,13 @@ func (w World) validate() error {
 	if w.CPUNoise < 0 || w.CPUNoise >= 1 {
 		errs = append(errs, fmt.Errorf("cpuNoise %g: want at least 0 and less than 1", w.CPUNoise))
 	}
-	if w.CloneSeconds < 0 {
-		errs = append(errs, fmt.Errorf("cloneSeconds %g: want at least 0", w.CloneSeconds))
-	}
-	if w.ScrapeSeconds < 0 {
-		errs = append(errs, fmt.Errorf("scrapeSeconds %g: want at least 0", w.ScrapeSeconds))
-	}
 	for _, d := range []struct {
 		key   string
 		value float64
-	}{{"restartSeconds", w.RestartSeconds}, {"switchoverSeconds", w.SwitchoverSeconds}, {"resizeSeconds", w.ResizeSeconds}} {
+	}{
+		{"cloneSeconds", w.CloneSeconds}, {"scrapeSeconds", w.ScrapeSeconds},
+		{"restartSeconds", w.RestartSeconds}, {"switchoverSeconds", w.SwitchoverSeconds}, {"resizeSeconds", w.ResizeSeconds},
+	} {
 		if d.value < 0 {
 			errs = append(errs, fmt.Errorf("%s %g: want at least 0", d.key, d.value))
 		}
