@@ -256,9 +256,7 @@ func TestAutopilotOnRealLoad(t *testing.T) {
 
 	readLoad.running(g)
 	// Auto mode: the third pod comes.
-	g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(reads), reads)).To(Succeed())
-	reads.Spec.Autopilot.Mode = dbpilotv1alpha1.AutopilotAuto
-	g.Expect(k8sClient.Update(ctx, reads)).To(Succeed())
+	changeDatabase(g, reads, func(db *dbpilotv1alpha1.Database) { db.Spec.Autopilot.Mode = dbpilotv1alpha1.AutopilotAuto })
 	automatic := time.Now()
 	waitReady(g, reads, 3, 4*time.Minute)
 	scaledUp := time.Now()
@@ -299,10 +297,10 @@ func TestAutopilotOnRealLoad(t *testing.T) {
 		ContainElement(MatchRegexp(`^Normal\s+BackupCompleted\s.*reads-now`))))
 	// One pod, the auto-pilot off: room on the node's 2 CPUs for the
 	// next Database's medium pod, and the series stay for the dashboards.
-	g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(reads), reads)).To(Succeed())
-	reads.Spec.Replicas = ptr.To[int32](1)
-	reads.Spec.Autopilot.Mode = dbpilotv1alpha1.AutopilotOff
-	g.Expect(k8sClient.Update(ctx, reads)).To(Succeed())
+	changeDatabase(g, reads, func(db *dbpilotv1alpha1.Database) {
+		db.Spec.Replicas = ptr.To[int32](1)
+		db.Spec.Autopilot.Mode = dbpilotv1alpha1.AutopilotOff
+	})
 	waitReady(g, reads, 1, 2*time.Minute)
 
 	// Write load on one pod that may grow to the medium tier.

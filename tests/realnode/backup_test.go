@@ -161,9 +161,7 @@ func testBackupsAndPointInTimeRestore(t *testing.T, tc replicationSQL) {
 
 	// Stop the schedule, back up on demand, and note an instant between two
 	// batches of rows.
-	g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(db), db)).To(Succeed())
-	db.Spec.Backup.Schedule = "0 0 1 1 *"
-	g.Expect(k8sClient.Update(ctx, db)).To(Succeed())
+	changeDatabase(g, db, func(db *dbpilotv1alpha1.Database) { db.Spec.Backup.Schedule = "0 0 1 1 *" })
 	manual := &dbpilotv1alpha1.DatabaseBackup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "manual"},
 		Spec: dbpilotv1alpha1.DatabaseBackupSpec{DatabaseName: "orders"}}
 	g.Eventually(func() error { return k8sClient.Create(ctx, manual) }, time.Minute, time.Second).Should(Succeed())
@@ -298,9 +296,7 @@ func TestBackupToTheClaimDBPilotCreates(t *testing.T) {
 	g.Expect(scheduled.Status.Destination.Volume.ClaimName).To(Equal(db.BackupClaimName()))
 	t.Logf("scheduled backup %s: %s at GTID %s", scheduled.Name, scheduled.Status.Size, scheduled.Status.EndPosition)
 	// No more runs: retention (2) then never deletes the backup restored.
-	g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(db), db)).To(Succeed())
-	db.Spec.Backup.Schedule = "0 0 1 1 *"
-	g.Expect(k8sClient.Update(ctx, db)).To(Succeed())
+	changeDatabase(g, db, func(db *dbpilotv1alpha1.Database) { db.Spec.Backup.Schedule = "0 0 1 1 *" })
 	session, err := connectApp(ctx, db)
 	g.Expect(err).NotTo(HaveOccurred())
 	sum, err := session.queryInt(ctx, tc.sum)

@@ -120,13 +120,7 @@ func TestOperatorKilledLosesNoCommittedRow(t *testing.T) {
 	step := func(name string, change func(db *dbpilotv1alpha1.Database), done func(g Gomega, db *dbpilotv1alpha1.Database)) {
 		t.Helper()
 		begun := time.Now()
-		g.Eventually(func() error {
-			if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(db), db); err != nil {
-				return err
-			}
-			change(db)
-			return k8sClient.Update(ctx, db)
-		}, 30*time.Second, 500*time.Millisecond).Should(Succeed(), name)
+		changeDatabase(g, db, change)
 		g.Eventually(func(g Gomega) {
 			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(db), db)).To(Succeed())
 			done(g, db)

@@ -164,6 +164,19 @@ func deleteAndWait(g Gomega, db *dbpilotv1alpha1.Database) {
 	}, 2*time.Minute, 500*time.Millisecond).Should(MatchError(ContainSubstring("not found")))
 }
 
+// changeDatabase applies change to the latest version of the Database and
+// writes it, again on a conflict: the operator writes its status all the
+// time, and each status write is a new resourceVersion.
+func changeDatabase(g Gomega, db *dbpilotv1alpha1.Database, change func(db *dbpilotv1alpha1.Database)) {
+	g.Eventually(func() error {
+		if err := k8sClient.Get(context.Background(), client.ObjectKeyFromObject(db), db); err != nil {
+			return err
+		}
+		change(db)
+		return k8sClient.Update(context.Background(), db)
+	}, 30*time.Second, 200*time.Millisecond).Should(Succeed(), "changing Database %s", db.Name)
+}
+
 func available(db *dbpilotv1alpha1.Database) bool {
 	return db.Status.ObservedGeneration == db.Generation &&
 		meta.IsStatusConditionTrue(db.Status.Conditions, dbpilotv1alpha1.ConditionAvailable)

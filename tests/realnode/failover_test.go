@@ -207,16 +207,12 @@ func testFailover(t *testing.T, tc replicationSQL, createWrites, insert, countWr
 	// request naming a pod that cannot take over is refused.
 	annotate := func(target string) func() {
 		return func() {
-			g.Eventually(func() error {
-				if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(db), db); err != nil {
-					return err
-				}
+			changeDatabase(g, db, func(db *dbpilotv1alpha1.Database) {
 				if db.Annotations == nil {
 					db.Annotations = map[string]string{}
 				}
 				db.Annotations[dbpilotv1alpha1.AnnotationSwitchoverTo] = target
-				return k8sClient.Update(ctx, db)
-			}, 10*time.Second, 200*time.Millisecond).Should(Succeed())
+			})
 		}
 	}
 	switchoverUnderWriter(t, g, db, tc, insert, countWrites, former, annotate(former))

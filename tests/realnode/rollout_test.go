@@ -74,13 +74,7 @@ func testRollout(t *testing.T, tc replicationSQL, createWrites, insert string) {
 	defer w.finish()
 	time.Sleep(2 * time.Second)
 	started := time.Now()
-	g.Eventually(func() error {
-		if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(db), db); err != nil {
-			return err
-		}
-		db.Spec.Tier = dbpilotv1alpha1.TierMedium
-		return k8sClient.Update(ctx, db)
-	}, 10*time.Second, 200*time.Millisecond).Should(Succeed())
+	changeDatabase(g, db, func(db *dbpilotv1alpha1.Database) { db.Spec.Tier = dbpilotv1alpha1.TierMedium })
 	g.Eventually(func(g Gomega) {
 		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(db), db)).To(Succeed())
 		g.Expect(db.Status.ObservedGeneration).To(Equal(db.Generation))
