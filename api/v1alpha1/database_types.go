@@ -260,7 +260,10 @@ type ReplicationSpec struct {
 	// have it on disk, so a failover loses no acknowledged commit. Without
 	// it replication is asynchronous: faster commits, but a failover can
 	// lose the last ones the primary acknowledged. While fewer replicas
-	// than required are connected, commits wait.
+	// than required are connected, commits wait, with one exception on
+	// MariaDB: when a replica is cloned while no replica is connected (the
+	// former primary after a failover, in a two-pod Database), the commits
+	// waiting when the copy is taken are acknowledged; they are in the copy.
 	// +optional
 	Synchronous *SynchronousReplication `json:"synchronous,omitempty"`
 }

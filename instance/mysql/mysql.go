@@ -66,6 +66,9 @@ type Engine struct {
 	appliedSuperuser atomic.Pointer[string]
 	// promoting is set while a promotion stops replication on purpose.
 	promoting atomic.Bool
+	// releasingCommits is set while a backup for a replica has the primary
+	// acknowledge commits without a replica (see commitrelease.go).
+	releasingCommits atomic.Bool
 	// binlogs is what the primary's binary log archiving has done.
 	binlogs binlogArchive
 }
@@ -274,7 +277,7 @@ func (e *Engine) EnsureUsers(ctx context.Context, creds instance.Credentials) er
 	if creds.MonitoringPassword != "" {
 		statements = append(statements, MonitoringStatements(e.Flavor, creds.MonitoringPassword)...)
 	}
-	if e.Replication.SemiSync {
+	if e.Replication.SemiSync && !e.releasingCommits.Load() {
 		// Last: the statements before must not wait for a replica a
 		// new primary does not have yet.
 		statements = append(statements, semiSyncStatement(e.Flavor))

@@ -85,7 +85,7 @@ func (e *Engine) BackupHandler() http.Handler {
 		var stderr strings.Builder
 		cmd.Stderr = &stderr
 		w.Header().Set("Content-Type", "application/octet-stream")
-		if err := cmd.Run(); err != nil {
+		if err := e.runBackupForReplica(cmd); err != nil {
 			// The status is sent already; the replica sees a truncated
 			// stream, which mbstream and --prepare reject.
 			fmt.Fprintf(os.Stderr, "mariadb-backup for a replica failed: %v: %s\n", err, lastLines(stderr.String(), 5))
