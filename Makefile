@@ -137,7 +137,7 @@ test-integration: controlplane ## Integration and end-to-end tests on the local 
 CHAOS_OPS ?= 1000
 CHAOS_ROUNDS ?= 3
 .PHONY: test-chaos
-test-chaos: controlplane ## The long chaos run: on the real node CHAOS_ROUNDS rounds of switchovers, scaling and tier changes under a writer while managers are killed (rows lost), then CHAOS_OPS lifecycle operations on kwok while two managers are killed at random; ends with the chaos line (make test runs 1 round and 200 operations).
+test-chaos: controlplane ## The long chaos run: on the real node CHAOS_ROUNDS rounds of switchovers, scaling, backups and tier changes under a writer while managers are killed (rows lost), then CHAOS_OPS lifecycle operations on kwok while two managers are killed at random; ends with the chaos line (make test runs 1 round and 200 operations).
 	GO=$(GO) hack/chaos.sh $(CHAOS_OPS) $(CHAOS_ROUNDS)
 
 .PHONY: bench-reconcile

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The long chaos run (make test-chaos): first, on the real node, the manager
 # processes killed at random while a PostgreSQL Database under a writer goes
-# through switchovers, scaling and tier changes ($2 rounds): the rows lost;
+# through switchovers, scaling, backups and tier changes ($2 rounds): the rows lost;
 # then, on kwok, $1 lifecycle operations while two managers are killed at
 # random. It ends with the chaos line, lost_rows from the first run (n/a
 # where no real node can run).

@@ -132,7 +132,9 @@ func (e *Engine) releaseCommitsForBackup(states <-chan commitLockState) {
 			state = next
 		case <-tick.C:
 		}
-		if state != commitLockWaiting || released {
+		// Checked again on every tick: a statement of the program's own may
+		// have turned the waiting back on.
+		if state != commitLockWaiting {
 			continue
 		}
 		if db == nil {
@@ -148,8 +150,11 @@ func (e *Engine) releaseCommitsForBackup(states <-chan commitLockState) {
 		}
 		e.releasingCommits.Store(true)
 		if _, err := db.ExecContext(context.Background(), "SET GLOBAL rpl_semi_sync_master_enabled = OFF"); err != nil {
-			e.releasingCommits.Store(false)
+			e.releasingCommits.Store(released)
 			fmt.Fprintf(os.Stderr, "letting commits finish for a backup for a replica: %v\n", err)
+			continue
+		}
+		if released {
 			continue
 		}
 		released = true

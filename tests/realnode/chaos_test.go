@@ -13,6 +13,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -33,7 +34,8 @@ const (
 // processes with leader election, and SIGKILLs one of them every 4-12 s (the
 // leader three times in four), restarting it at once, while a PostgreSQL Database under a
 // continuous writer through -rw goes through a switchover, a scale to three
-// pods and back, a tier change (a primary-safe roll) and a switchover back,
+// pods and back, a backup on demand, a tier change (a primary-safe roll) and
+// a switchover back,
 // DBPILOT_REALNODE_CHAOS_ROUNDS times (the tier alternates).
 // Each operation completes; at the end the Database is Available with two
 // ready pods, every acknowledged row is on the primary and on the replica,
@@ -71,6 +73,8 @@ func TestOperatorKilledLosesNoCommittedRow(t *testing.T) {
 
 	tc := failoverEngines[0]
 	db := newDatabase(chaosNamespace, "orders", tc.engine, tc.version, 2)
+	// Backups on demand only, to the claim dbpilot creates.
+	db.Spec.Backup = &dbpilotv1alpha1.BackupSpec{Schedule: "0 0 1 1 *", Retention: 100}
 	g.Expect(k8sClient.Create(ctx, db)).To(Succeed())
 	t.Cleanup(func() { deleteAndWait(NewWithT(t), db) })
 	logPodsOnFailure(t, db)
@@ -161,6 +165,22 @@ func TestOperatorKilledLosesNoCommittedRow(t *testing.T) {
 		}
 	}
 
+	// backUp asks for a backup and waits for it to complete.
+	backUp := func(name string) {
+		t.Helper()
+		begun := time.Now()
+		backup := &dbpilotv1alpha1.DatabaseBackup{ObjectMeta: metav1.ObjectMeta{Namespace: chaosNamespace, Name: name},
+			Spec: dbpilotv1alpha1.DatabaseBackupSpec{DatabaseName: db.Name}}
+		g.Eventually(func() error { return k8sClient.Create(ctx, backup) }, 30*time.Second, time.Second).Should(Succeed())
+		g.Eventually(func(g Gomega) {
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(backup), backup)).To(Succeed())
+			g.Expect(backup.Status.Phase).To(Equal(dbpilotv1alpha1.BackupPhaseCompleted), backup.Status.Message)
+		}, 5*time.Minute, time.Second).Should(Succeed(), "backup %s", name)
+		ops++
+		t.Logf("backup %s (%s from %s) in %.1fs (%d kills so far)", name, backup.Status.Size, backup.Status.Instance,
+			time.Since(begun).Seconds(), kills.Load())
+	}
+
 	rounds := 1
 	if v := os.Getenv(realNodeChaosRoundsEnv); v != "" {
 		rounds, err = strconv.Atoi(v)
@@ -179,6 +199,7 @@ func TestOperatorKilledLosesNoCommittedRow(t *testing.T) {
 		step("switchover to "+db.PodName(1), switchTo(db.PodName(1)), primaryIs(db.PodName(1)))
 		step("scale to 3 pods", func(db *dbpilotv1alpha1.Database) { db.Spec.Replicas = ptr.To[int32](3) }, runs(3, from))
 		step("scale to 2 pods", func(db *dbpilotv1alpha1.Database) { db.Spec.Replicas = ptr.To[int32](2) }, runs(2, from))
+		backUp(fmt.Sprintf("chaos-%d", round))
 		if round%2 == 0 {
 			step("tier "+string(to), func(db *dbpilotv1alpha1.Database) { db.Spec.Tier = to }, runs(2, to))
 		}
@@ -207,6 +228,11 @@ func TestOperatorKilledLosesNoCommittedRow(t *testing.T) {
 		defer session.close()
 		return lostRows(g, session, result.acknowledged)
 	}
+	// Each backup asked for ran once and completed; none was repeated or
+	// failed under the kills.
+	backups := backupsOf(g, db)
+	g.Expect(backups[dbpilotv1alpha1.BackupPhaseCompleted]).To(HaveLen(rounds), "completed backups: %v", backups)
+	g.Expect(backups).To(HaveLen(1), "backups by phase: %v", backups)
 	lost := rowsMissing(db.PodName(0))
 	g.Eventually(func() int { return rowsMissing(db.PodName(1)) }, 30*time.Second, time.Second).Should(BeZero(), "acknowledged rows on the replica")
 	fmt.Printf("chaos-realnode ops=%d kills=%d leader_kills=%d converged=yes lost_rows=%d rows_acknowledged=%d seconds=%.0f\n",
