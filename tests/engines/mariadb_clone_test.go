@@ -34,13 +34,7 @@ func TestMariaDBClonesASemiSyncPrimaryWithNoReplica(t *testing.T) {
 	db.Spec.Replicas = ptr.To[int32](2)
 	db.Spec.Replication = &dbpilotv1alpha1.ReplicationSpec{Synchronous: &dbpilotv1alpha1.SynchronousReplication{Count: 1}}
 	config := writeConfig(t, dir, db)
-	if _, err := output(mysqlUser.command("mariadb-install-db", "--no-defaults", "--datadir="+datadir, "--skip-test-db", "--auth-root-authentication-method=normal")); err != nil {
-		t.Fatalf("mariadb-install-db: %v", err)
-	}
-	port := freePort(t)
-	socket := filepath.Join(dir, "mysqld.sock")
-	startServer(t, mysqlUser.command("mariadbd", "--defaults-file="+config, "--datadir="+datadir, "--socket="+socket,
-		"--port="+strconv.Itoa(port), "--bind-address=127.0.0.1", "--server-id=2", "--pid-file="+filepath.Join(dir, "mysqld.pid")), filepath.Join(dir, "mariadb.log"))
+	port, socket := startMariaDB(t, mysqlUser, dir, datadir, config, "--server-id=2")
 	client := func(sql string) *exec.Cmd {
 		return exec.Command("mariadb", "--no-defaults", "--protocol=tcp", "-h", "127.0.0.1", "-P", strconv.Itoa(port), "-uroot", "-N", "-B", "-e", sql)
 	}

@@ -25,6 +25,22 @@ func mariadbVariables(out string) map[string]string {
 	return vars
 }
 
+// startMariaDB creates the system tables in datadir (root without a
+// password) and starts mariadbd on config as the service user, on 127.0.0.1
+// and a socket in dir; it returns the port and the socket.
+func startMariaDB(t *testing.T, mysql serviceUser, dir, datadir, config string, args ...string) (int, string) {
+	t.Helper()
+	if _, err := output(mysql.command("mariadb-install-db", "--no-defaults", "--datadir="+datadir, "--skip-test-db", "--auth-root-authentication-method=normal")); err != nil {
+		t.Fatalf("mariadb-install-db: %v", err)
+	}
+	port := freePort(t)
+	socket := filepath.Join(dir, "mysqld.sock")
+	startServer(t, mysql.command("mariadbd", append([]string{"--defaults-file=" + config, "--datadir=" + datadir, "--socket=" + socket,
+		"--port=" + strconv.Itoa(port), "--bind-address=127.0.0.1", "--pid-file=" + filepath.Join(dir, "mysqld.pid")}, args...)...),
+		filepath.Join(dir, "mariadb.log"))
+	return port, socket
+}
+
 // TestMariaDBAcceptsEveryTierConfig has mariadbd read the configuration of
 // every tier (an unknown option fails), checks the tuned values it reports,
 // then starts a server on the small tier's configuration and reads them back
@@ -53,13 +69,7 @@ func TestMariaDBAcceptsEveryTierConfig(t *testing.T) {
 
 	db := database(dbpilotv1alpha1.EngineMariaDB, dbpilotv1alpha1.TierSmall)
 	config := writeConfig(t, dir, db)
-	if _, err := output(mysql.command("mariadb-install-db", "--no-defaults", "--datadir="+datadir, "--skip-test-db", "--auth-root-authentication-method=normal")); err != nil {
-		t.Fatalf("mariadb-install-db: %v", err)
-	}
-	port := freePort(t)
-	socket := filepath.Join(dir, "mysqld.sock")
-	startServer(t, mysql.command("mariadbd", "--defaults-file="+config, "--datadir="+datadir, "--socket="+socket,
-		"--port="+strconv.Itoa(port), "--bind-address=127.0.0.1", "--pid-file="+filepath.Join(dir, "mysqld.pid")), filepath.Join(dir, "mariadb.log"))
+	port, _ := startMariaDB(t, mysql, dir, datadir, config)
 	query := func(sql string) (string, error) {
 		out, err := output(mysql.command("mariadb", "--no-defaults", "--protocol=tcp", "-h", "127.0.0.1", "-P", strconv.Itoa(port), "-uroot", "-N", "-B", "-e", sql))
 		return strings.TrimSpace(out), err
