@@ -3,7 +3,9 @@ package realnode_test
 import (
 	"context"
 	"fmt"
-	"syscall"
+	"os/exec"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,8 +20,8 @@ import (
 // TestSynchronousFailoverReclonesADivergedPrimary makes, on purpose, the
 // state a synchronous MariaDB failover reaches by chance: the primary has a
 // transaction in its binary log that its replica never received (the
-// replica's engine is frozen while a commit waits for its acknowledgement),
-// then the primary's pod is killed. The replica is promoted without that
+// replica's I/O thread is stopped while a commit waits for its
+// acknowledgement), then the primary's pod is killed. The replica is promoted without that
 // transaction, so the former primary cannot rejoin by GTID and must be
 // cloned again, while the new primary, with no replica, holds every commit
 // until one acknowledges it. The clone must still be taken, the former
@@ -40,24 +42,20 @@ func TestSynchronousFailoverReclonesADivergedPrimary(t *testing.T) {
 	g.Expect(err).NotTo(HaveOccurred())
 	g.Expect(session.exec(ctx, fmt.Sprintf(tc.insert, 1))).To(Succeed())
 
-	// The replica's engine stops; a commit on the primary goes into its
+	// The replica stops receiving; a commit on the primary goes into its
 	// binary log and waits for an acknowledgement that never comes.
-	replicaEngine := podProcess(g, ns, promoted, "mariadbd", "instance")
-	g.Expect(syscall.Kill(replicaEngine, syscall.SIGSTOP)).To(Succeed())
-	thaw := func() { _ = syscall.Kill(replicaEngine, syscall.SIGCONT) }
-	t.Cleanup(thaw)
+	mariadbOnPod(g, ns, promoted, "STOP SLAVE IO_THREAD")
 	unacknowledged := make(chan error, 1)
 	go func() {
 		defer session.close()
 		unacknowledged <- session.exec(ctx, fmt.Sprintf(tc.insert, 2))
 	}()
 	time.Sleep(2 * time.Second)
-	g.Expect(unacknowledged).NotTo(Receive(), "a commit was acknowledged with the only replica frozen")
+	g.Expect(unacknowledged).NotTo(Receive(), "a commit was acknowledged with no replica receiving")
 
-	// The primary's pod is killed, the replica thawed and promoted.
+	// The primary's pod is killed and the replica promoted.
 	killed := time.Now()
 	g.Expect(clientset.CoreV1().Pods(ns).Delete(ctx, former, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})).To(Succeed())
-	thaw()
 	g.Eventually(unacknowledged, time.Minute).Should(Receive(HaveOccurred()), "the commit in flight on the killed primary fails")
 	g.Eventually(func(g Gomega) {
 		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(db), db)).To(Succeed())
@@ -97,4 +95,17 @@ func TestSynchronousFailoverReclonesADivergedPrimary(t *testing.T) {
 		time.Minute, 500*time.Millisecond).Should(Equal(present), "the cloned former primary has the new primary's rows")
 	t.Logf("diverged former primary cloned again and replicating %.1fs after the kill; %d rows acknowledged meanwhile, longest write pause %.1fs",
 		rejoined.Seconds(), len(result.acknowledged), result.longestGap.Seconds())
+}
+
+// mariadbOnPod runs statements on a MariaDB pod's engine as the engine's
+// own OS user (unix_socket authentication), with the client of the pod's
+// image, in the pod's mount namespace.
+func mariadbOnPod(g Gomega, ns, pod, statements string) string {
+	pid := podProcess(g, ns, pod, "mariadbd", "instance")
+	profile, _ := dbpilotv1alpha1.EngineMariaDB.Profile()
+	uid := strconv.FormatInt(profile.UserID, 10)
+	out, err := exec.Command("nsenter", "--target", strconv.Itoa(pid), "--mount", "--root", "--wd", "--setuid", uid, "--setgid", uid, "--",
+		"/usr/bin/mariadb", "--no-defaults", "--socket=/var/run/mysqld/mysqld.sock", "--user=mysql", "-N", "-B", "-e", statements).CombinedOutput()
+	g.Expect(err).NotTo(HaveOccurred(), "%s on %s: %s", statements, pod, out)
+	return strings.TrimSpace(string(out))
 }
