@@ -77,6 +77,7 @@ func main() {
 		setupLog.Error(err, "Unable to set up the auto-pilot")
 		os.Exit(1)
 	}
+	runner.InPlaceResize = inPlace
 	if err := mgr.Add(runner); err != nil {
 		setupLog.Error(err, "Unable to add the auto-pilot")
 		os.Exit(1)
