@@ -111,6 +111,22 @@ func podResizeState(pod *corev1.Pod, want corev1.ResourceList) resizeState {
 	return resizeUnderway
 }
 
+// reportResources reports whether the kubelets of the pods report their
+// containers' resources, without which a resize cannot be seen applied
+// (a kubelet too old for in-place resize, or a simulated node).
+func reportResources(pods []corev1.Pod) bool {
+	for i := range pods {
+		reported := false
+		for _, status := range pods[i].Status.ContainerStatuses {
+			reported = reported || (status.Name == desired.DatabaseContainerName && status.Resources != nil)
+		}
+		if !reported {
+			return false
+		}
+	}
+	return len(pods) > 0
+}
+
 // sameResources compares CPU and memory.
 func sameResources(a, b corev1.ResourceList) bool {
 	for _, name := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
@@ -149,7 +165,7 @@ func (r *DatabaseReconciler) planResize(ctx context.Context, s *scope, live *app
 		// A new template: resized in place when only the tier changes
 		// (again, when it changes during a resize), rolled otherwise.
 		from, ok := inPlaceTierChange(db, live, r.images())
-		if !ok {
+		if !ok || !reportResources(s.pods) {
 			if plan.since != "" {
 				r.Recorder.Eventf(db, nil, corev1.EventTypeNormal, dbpilotv1alpha1.EventReasonTierChanged, "ChangeTier",
 					"The template changes beyond the tier: rolling the pods instead of resizing them in place")

@@ -108,3 +108,15 @@ func TestServesPodResize(t *testing.T) {
 		t.Error("pods/resize not found")
 	}
 }
+
+func TestReportResources(t *testing.T) {
+	reporting := corev1.Pod{Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{
+		{Name: desired.InstanceCopyContainerName}, {Name: desired.DatabaseContainerName, Resources: &corev1.ResourceRequirements{}}}}}
+	silent := corev1.Pod{Status: corev1.PodStatus{ContainerStatuses: []corev1.ContainerStatus{{Name: desired.DatabaseContainerName}}}}
+	if !reportResources([]corev1.Pod{reporting, reporting}) {
+		t.Error("pods whose kubelet reports resources")
+	}
+	if reportResources([]corev1.Pod{reporting, silent}) || reportResources(nil) {
+		t.Error("a pod whose kubelet reports no resources (or no pod) cannot be resized in place")
+	}
+}

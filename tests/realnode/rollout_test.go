@@ -8,6 +8,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -18,14 +19,18 @@ import (
 	"github.com/dbpilot/dbpilot/controllers/desired"
 )
 
-// TestRolloutNeverRestartsThePrimary changes the tier of a two-pod
-// Database of each engine (small to medium: the node's 2 CPUs hold two
-// medium pods) under a continuous writer: the replica restarts first, the primary is
+// TestRolloutNeverRestartsThePrimary changes a two-pod Database of each
+// engine under a continuous writer, twice. First the tier, small to medium
+// (the node's 2 CPUs hold two medium pods): the pods are resized in place,
+// none restarts, and the engine takes the new settings online (MariaDB's
+// buffer pool; PostgreSQL reloads and names what waits for a restart).
+// Then a change beyond the tier (backups turned on, which mounts their
+// volume) rolls the pods: the replica restarts first, the primary is
 // handed over to it by a switchover, and only then does the former
-// primary's pod restart, as a replica; at least one pod is ready
-// throughout, no acknowledged row is lost, and the longest write pause is
-// printed. Then the primary is fenced (its engine stopped, out of the -rw
-// Service, not failed over) and unfenced.
+// primary's pod restart, as a replica. At least one pod is ready
+// throughout, no acknowledged row is lost, and the longest write pause of
+// each is printed. Then the primary is fenced (its engine stopped, out of
+// the -rw Service, not failed over) and unfenced.
 func TestRolloutNeverRestartsThePrimary(t *testing.T) {
 	for _, tc := range failoverEngines {
 		t.Run(string(tc.engine), func(t *testing.T) {
@@ -73,8 +78,54 @@ func testRollout(t *testing.T, tc replicationSQL, createWrites, insert string) {
 	w := startWriter(db, insert, 1)
 	defer w.finish()
 	time.Sleep(2 * time.Second)
-	started := time.Now()
+
+	// The tier: resized in place.
+	before := podsByName(g, db)
+	resized := time.Now()
 	changeDatabase(g, db, func(db *dbpilotv1alpha1.Database) { db.Spec.Tier = dbpilotv1alpha1.TierMedium })
+	medium := desired.DatabaseResources(db)
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(db), db)).To(Succeed())
+		g.Expect(db.Status.ObservedGeneration).To(Equal(db.Generation))
+		g.Expect(db.Status.Phase).To(Equal(dbpilotv1alpha1.PhaseRunning))
+		g.Expect(db.Status.Tier).To(Equal(dbpilotv1alpha1.TierMedium))
+		sts, err := clientset.AppsV1().StatefulSets(ns).Get(ctx, db.StatefulSetName(), metav1.GetOptions{})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(sts.Status.UpdatedReplicas).To(Equal(int32(2)))
+		g.Expect(sts.Status.CurrentRevision).To(Equal(sts.Status.UpdateRevision))
+		g.Expect(sts.Annotations).NotTo(HaveKey(desired.AnnotationResizingInPlace))
+		for name, pod := range podsByName(g, db) {
+			g.Expect(pod.UID).To(Equal(before[name].UID), "pod %s was recreated", name)
+			g.Expect(restartCount(pod)).To(Equal(restartCount(before[name])), "pod %s restarted", name)
+			running := runningResources(pod)
+			g.Expect(running.Cpu().Cmp(*medium.Cpu())).To(BeZero(), "pod %s runs with %v", name, running)
+			g.Expect(running.Memory().Cmp(*medium.Memory())).To(BeZero(), "pod %s runs with %v", name, running)
+		}
+	}, 3*time.Minute, 500*time.Millisecond).Should(Succeed())
+	resizeTook := time.Since(resized)
+	g.Expect(eventNote(g, ns, dbpilotv1alpha1.EventReasonTierChanged)).To(ContainSubstring("resized in place"))
+	g.Expect(eventNote(g, ns, dbpilotv1alpha1.EventReasonSwitchingOver)).To(BeEmpty(), "a resize in place switched over")
+	g.Expect(db.Status.CurrentPrimary).To(Equal(db.PodName(0)), "the primary moved")
+	// The engine follows its configuration once the kubelet has updated
+	// the mounted file.
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(db), db)).To(Succeed())
+		for _, instance := range db.Status.Instances {
+			if tc.engine == dbpilotv1alpha1.EnginePostgres {
+				g.Expect(instance.PendingRestart).To(ContainElement("shared_buffers"), instance.Name)
+				continue
+			}
+			g.Expect(readReplica(g, db, tc.withSum("SELECT @@innodb_buffer_pool_size DIV 1048576"), instance.Name)).To(Equal(1024), instance.Name)
+		}
+	}, 3*time.Minute, 2*time.Second).Should(Succeed(), "the engine's settings follow the tier")
+	t.Logf("resize %s in place %.1fs after the change, settings followed %.1fs after it",
+		tc.engine, resizeTook.Seconds(), time.Since(resized).Seconds())
+
+	// Beyond the tier: rolled, primary last.
+	started := time.Now()
+	changeDatabase(g, db, func(db *dbpilotv1alpha1.Database) {
+		db.Spec.Backup = &dbpilotv1alpha1.BackupSpec{Schedule: "0 0 1 1 *", Retention: 1}
+	})
 	g.Eventually(func(g Gomega) {
 		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(db), db)).To(Succeed())
 		g.Expect(db.Status.ObservedGeneration).To(Equal(db.Generation))
@@ -89,6 +140,9 @@ func testRollout(t *testing.T, tc replicationSQL, createWrites, insert string) {
 		g.Expect(sts.Status.UpdatedReplicas).To(Equal(int32(2)))
 		g.Expect(sts.Status.CurrentRevision).To(Equal(sts.Status.UpdateRevision))
 	}, 5*time.Minute, 500*time.Millisecond).Should(Succeed())
+	for name, pod := range podsByName(g, db) {
+		g.Expect(pod.UID).NotTo(Equal(before[name].UID), "pod %s was not rolled", name)
+	}
 	took := time.Since(started)
 	w.writesResume(g, 20)
 	close(watching)
@@ -106,7 +160,8 @@ func testRollout(t *testing.T, tc replicationSQL, createWrites, insert string) {
 	g.Expect(eventNote(g, ns, dbpilotv1alpha1.EventReasonSwitchingOver)).To(ContainSubstring("a rollout is about to restart the primary's pod"))
 	g.Expect(eventNote(g, ns, dbpilotv1alpha1.EventReasonFailingOver)).To(BeEmpty(), "the rollout caused a failover")
 	// Both pods run the new template, the former primary's after the
-	// switchover: it restarted as a replica.
+	// switchover: it restarted as a replica (and PostgreSQL took its
+	// pending settings: no instance reports any).
 	pods, err := clientset.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
 	g.Expect(err).NotTo(HaveOccurred())
 	for _, pod := range pods.Items {
@@ -147,4 +202,35 @@ func testRollout(t *testing.T, tc replicationSQL, createWrites, insert string) {
 		defer writer.close()
 		g.Expect(writer.exec(ctx, fmt.Sprintf(insert, 1_000_000))).To(Succeed())
 	}, 2*time.Minute, time.Second).Should(Succeed())
+}
+
+// podsByName are the Database's pods.
+func podsByName(g Gomega, db *dbpilotv1alpha1.Database) map[string]corev1.Pod {
+	pods, err := clientset.CoreV1().Pods(db.Namespace).List(context.Background(), metav1.ListOptions{LabelSelector: labels.FormatLabels(db.SelectorLabels())})
+	g.Expect(err).NotTo(HaveOccurred())
+	byName := map[string]corev1.Pod{}
+	for _, pod := range pods.Items {
+		byName[pod.Name] = pod
+	}
+	return byName
+}
+
+// restartCount sums the restarts of the pod's containers.
+func restartCount(pod corev1.Pod) int32 {
+	n := int32(0)
+	for _, status := range pod.Status.ContainerStatuses {
+		n += status.RestartCount
+	}
+	return n
+}
+
+// runningResources are the database container's limits as the kubelet
+// reports them applied.
+func runningResources(pod corev1.Pod) corev1.ResourceList {
+	for _, status := range pod.Status.ContainerStatuses {
+		if status.Name == desired.DatabaseContainerName && status.Resources != nil {
+			return corev1.ResourceList{corev1.ResourceCPU: status.Resources.Limits.Cpu().DeepCopy(), corev1.ResourceMemory: status.Resources.Limits.Memory().DeepCopy()}
+		}
+	}
+	return nil
 }
