@@ -79,49 +79,16 @@ func testRollout(t *testing.T, tc replicationSQL, createWrites, insert string) {
 	defer w.finish()
 	time.Sleep(2 * time.Second)
 
-	// The tier: resized in place.
-	before := podsByName(g, db)
-	resized := time.Now()
-	changeDatabase(g, db, func(db *dbpilotv1alpha1.Database) { db.Spec.Tier = dbpilotv1alpha1.TierMedium })
-	medium := desired.DatabaseResources(db)
-	g.Eventually(func(g Gomega) {
-		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(db), db)).To(Succeed())
-		g.Expect(db.Status.ObservedGeneration).To(Equal(db.Generation))
-		g.Expect(db.Status.Phase).To(Equal(dbpilotv1alpha1.PhaseRunning))
-		g.Expect(db.Status.Tier).To(Equal(dbpilotv1alpha1.TierMedium))
-		sts, err := clientset.AppsV1().StatefulSets(ns).Get(ctx, db.StatefulSetName(), metav1.GetOptions{})
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(sts.Status.UpdatedReplicas).To(Equal(int32(2)))
-		g.Expect(sts.Status.CurrentRevision).To(Equal(sts.Status.UpdateRevision))
-		g.Expect(sts.Annotations).NotTo(HaveKey(desired.AnnotationResizingInPlace))
-		for name, pod := range podsByName(g, db) {
-			g.Expect(pod.UID).To(Equal(before[name].UID), "pod %s was recreated", name)
-			g.Expect(restartCount(pod)).To(Equal(restartCount(before[name])), "pod %s restarted", name)
-			running := runningResources(pod)
-			g.Expect(running.Cpu().Cmp(*medium.Cpu())).To(BeZero(), "pod %s runs with %v", name, running)
-			g.Expect(running.Memory().Cmp(*medium.Memory())).To(BeZero(), "pod %s runs with %v", name, running)
-		}
-	}, 3*time.Minute, 500*time.Millisecond).Should(Succeed())
-	resizeTook := time.Since(resized)
-	g.Expect(eventNote(g, ns, dbpilotv1alpha1.EventReasonTierChanged)).To(ContainSubstring("resized in place"))
-	g.Expect(eventNote(g, ns, dbpilotv1alpha1.EventReasonSwitchingOver)).To(BeEmpty(), "a resize in place switched over")
-	g.Expect(db.Status.CurrentPrimary).To(Equal(db.PodName(0)), "the primary moved")
-	// The engine follows its configuration once the kubelet has updated
-	// the mounted file.
-	g.Eventually(func(g Gomega) {
-		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(db), db)).To(Succeed())
-		for _, instance := range db.Status.Instances {
-			if tc.engine == dbpilotv1alpha1.EnginePostgres {
-				g.Expect(instance.PendingRestart).To(ContainElement("shared_buffers"), instance.Name)
-				continue
-			}
-			g.Expect(readReplica(g, db, tc.withSum("SELECT @@innodb_buffer_pool_size DIV 1048576"), instance.Name)).To(Equal(1024), instance.Name)
-		}
-	}, 3*time.Minute, 2*time.Second).Should(Succeed(), "the engine's settings follow the tier")
-	t.Logf("resize %s in place %.1fs after the change, settings followed %.1fs after it",
-		tc.engine, resizeTook.Seconds(), time.Since(resized).Seconds())
+	// The tier: resized in place, up (and MariaDB down again).
+	tier := dbpilotv1alpha1.TierMedium
+	tierInPlace(t, g, db, tc, tier, 1024)
+	if tc.engine == dbpilotv1alpha1.EngineMariaDB {
+		tier = dbpilotv1alpha1.TierSmall
+		tierInPlace(t, g, db, tc, tier, 512)
+	}
 
 	// Beyond the tier: rolled, primary last.
+	before := podsByName(g, db)
 	started := time.Now()
 	changeDatabase(g, db, func(db *dbpilotv1alpha1.Database) {
 		db.Spec.Backup = &dbpilotv1alpha1.BackupSpec{Schedule: "0 0 1 1 *", Retention: 1}
@@ -130,7 +97,7 @@ func testRollout(t *testing.T, tc replicationSQL, createWrites, insert string) {
 		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(db), db)).To(Succeed())
 		g.Expect(db.Status.ObservedGeneration).To(Equal(db.Generation))
 		g.Expect(db.Status.Phase).To(Equal(dbpilotv1alpha1.PhaseRunning))
-		g.Expect(db.Status.Tier).To(Equal(dbpilotv1alpha1.TierMedium))
+		g.Expect(db.Status.Tier).To(Equal(tier))
 		g.Expect(db.Status.Instances).To(ConsistOf(
 			dbpilotv1alpha1.InstanceStatus{Name: db.PodName(1), Role: "primary", Ready: true},
 			dbpilotv1alpha1.InstanceStatus{Name: db.PodName(0), Role: "replica", Ready: true, Replicating: true, LagSeconds: ptr.To[int64](0)},
@@ -233,4 +200,56 @@ func runningResources(pod corev1.Pod) corev1.ResourceList {
 		}
 	}
 	return nil
+}
+
+// tierInPlace changes the tier of the two-pod Database and expects its pods
+// resized in place: the same pods, no container restarted, the new CPU and
+// memory applied by the kubelet, no switchover; then the engine follows its
+// configuration once the kubelet has updated the mounted file: MariaDB's
+// buffer pool is bufferPoolMiB, PostgreSQL reports shared_buffers pending
+// a restart.
+func tierInPlace(t *testing.T, g Gomega, db *dbpilotv1alpha1.Database, tc replicationSQL, tier dbpilotv1alpha1.Tier, bufferPoolMiB int) {
+	t.Helper()
+	ctx := context.Background()
+	before := podsByName(g, db)
+	primary := db.Status.CurrentPrimary
+	switchovers := eventNote(g, db.Namespace, dbpilotv1alpha1.EventReasonSwitchingOver)
+	changed := time.Now()
+	changeDatabase(g, db, func(db *dbpilotv1alpha1.Database) { db.Spec.Tier = tier })
+	want := desired.DatabaseResources(db)
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(db), db)).To(Succeed())
+		g.Expect(db.Status.ObservedGeneration).To(Equal(db.Generation))
+		g.Expect(db.Status.Phase).To(Equal(dbpilotv1alpha1.PhaseRunning))
+		g.Expect(db.Status.Tier).To(Equal(tier))
+		sts, err := clientset.AppsV1().StatefulSets(db.Namespace).Get(ctx, db.StatefulSetName(), metav1.GetOptions{})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(sts.Status.UpdatedReplicas).To(Equal(int32(2)))
+		g.Expect(sts.Status.CurrentRevision).To(Equal(sts.Status.UpdateRevision))
+		g.Expect(sts.Annotations).NotTo(HaveKey(desired.AnnotationResizingInPlace))
+		for name, pod := range podsByName(g, db) {
+			g.Expect(pod.UID).To(Equal(before[name].UID), "pod %s was recreated", name)
+			g.Expect(restartCount(pod)).To(Equal(restartCount(before[name])), "pod %s restarted", name)
+			running := runningResources(pod)
+			g.Expect(running.Cpu().Cmp(*want.Cpu())).To(BeZero(), "pod %s runs with %v", name, running)
+			g.Expect(running.Memory().Cmp(*want.Memory())).To(BeZero(), "pod %s runs with %v", name, running)
+		}
+	}, 3*time.Minute, 500*time.Millisecond).Should(Succeed(), "pods resized in place to %s", tier)
+	resized := time.Since(changed)
+	g.Expect(eventNote(g, db.Namespace, dbpilotv1alpha1.EventReasonTierChanged)).To(ContainSubstring("resized in place to " + string(tier)))
+	g.Expect(eventNote(g, db.Namespace, dbpilotv1alpha1.EventReasonSwitchingOver)).To(Equal(switchovers), "a resize in place switched over")
+	g.Expect(db.Status.CurrentPrimary).To(Equal(primary), "the primary moved")
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(db), db)).To(Succeed())
+		g.Expect(db.Status.Instances).To(HaveLen(2))
+		for _, instance := range db.Status.Instances {
+			if tc.engine == dbpilotv1alpha1.EnginePostgres {
+				g.Expect(instance.PendingRestart).To(ContainElement("shared_buffers"), instance.Name)
+				continue
+			}
+			g.Expect(readReplica(g, db, tc.withSum("SELECT @@innodb_buffer_pool_size DIV 1048576"), instance.Name)).To(Equal(bufferPoolMiB), instance.Name)
+		}
+	}, 3*time.Minute, 2*time.Second).Should(Succeed(), "the engine's settings follow the tier %s", tier)
+	t.Logf("resize %s to %s in place: pods resized %.1fs after the change, the engine's settings followed %.1fs after it",
+		tc.engine, tier, resized.Seconds(), time.Since(changed).Seconds())
 }
