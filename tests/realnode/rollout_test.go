@@ -3,6 +3,8 @@ package realnode_test
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -234,7 +236,9 @@ func tierInPlace(t *testing.T, g Gomega, db *dbpilotv1alpha1.Database, tc replic
 			g.Expect(running.Cpu().Cmp(*want.Cpu())).To(BeZero(), "pod %s runs with %v", name, running)
 			g.Expect(running.Memory().Cmp(*want.Memory())).To(BeZero(), "pod %s runs with %v", name, running)
 		}
-	}, 3*time.Minute, 500*time.Millisecond).Should(Succeed(), "pods resized in place to %s", tier)
+	}, 3*time.Minute, 500*time.Millisecond).Should(Succeed(), func() string {
+		return fmt.Sprintf("pods resized in place to %s; events:\n%s", tier, eventNotes(db.Namespace))
+	})
 	resized := time.Since(changed)
 	g.Expect(eventNote(g, db.Namespace, dbpilotv1alpha1.EventReasonTierChanged)).To(ContainSubstring("resized in place to " + string(tier)))
 	g.Expect(eventNote(g, db.Namespace, dbpilotv1alpha1.EventReasonSwitchingOver)).To(Equal(switchovers), "a resize in place switched over")
@@ -252,4 +256,19 @@ func tierInPlace(t *testing.T, g Gomega, db *dbpilotv1alpha1.Database, tc replic
 	}, 3*time.Minute, 2*time.Second).Should(Succeed(), "the engine's settings follow the tier %s", tier)
 	t.Logf("resize %s to %s in place: pods resized %.1fs after the change, the engine's settings followed %.1fs after it",
 		tc.engine, tier, resized.Seconds(), time.Since(changed).Seconds())
+}
+
+// eventNotes lists the namespace's Events (reason, object, note), for a
+// failure's message.
+func eventNotes(namespace string) string {
+	events, err := clientset.EventsV1().Events(namespace).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		return err.Error()
+	}
+	var lines []string
+	for _, e := range events.Items {
+		lines = append(lines, fmt.Sprintf("%s %s %s/%s: %s", e.CreationTimestamp.Format(time.TimeOnly), e.Reason, e.Regarding.Kind, e.Regarding.Name, e.Note))
+	}
+	slices.Sort(lines)
+	return strings.Join(lines, "\n")
 }
