@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 
@@ -23,14 +22,11 @@ func (e *Engine) FollowConfig(ctx context.Context) error {
 	if e.ConfigFile == "" || e.Flavor != MariaDB {
 		return nil
 	}
-	content, err := os.ReadFile(e.ConfigFile)
-	if err != nil {
+	content, changed, err := e.followedConfig.Changed(e.ConfigFile)
+	if err != nil || !changed {
 		return err
 	}
-	if e.followedConfig != nil && string(content) == *e.followedConfig {
-		return nil
-	}
-	statements, err := onlineStatements(string(content))
+	statements, err := onlineStatements(content)
 	if err != nil {
 		return fmt.Errorf("%s: %w", e.ConfigFile, err)
 	}
@@ -44,8 +40,7 @@ func (e *Engine) FollowConfig(ctx context.Context) error {
 			return fmt.Errorf("%s: %w", stmt.What, err)
 		}
 	}
-	followed := string(content)
-	e.followedConfig = &followed
+	e.followedConfig.Applied(content)
 	return nil
 }
 

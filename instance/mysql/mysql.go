@@ -74,7 +74,7 @@ type Engine struct {
 	releasingCommits atomic.Bool
 	// followedConfig is the configuration file's content last applied;
 	// only the supervisor's loop uses it.
-	followedConfig *string
+	followedConfig instance.FollowedFile
 	// binlogs is what the primary's binary log archiving has done.
 	binlogs binlogArchive
 }

@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"fmt"
-	"os"
 )
 
 // FollowConfig has the server reload its configuration file when the file
@@ -14,12 +13,9 @@ func (e *Engine) FollowConfig(ctx context.Context) error {
 	if e.ConfigFile == "" {
 		return nil
 	}
-	content, err := os.ReadFile(e.ConfigFile)
-	if err != nil {
+	content, changed, err := e.followedConfig.Changed(e.ConfigFile)
+	if err != nil || !changed {
 		return err
-	}
-	if e.followedConfig != nil && string(content) == *e.followedConfig {
-		return nil
 	}
 	conn, err := e.connect(ctx)
 	if err != nil {
@@ -29,7 +25,6 @@ func (e *Engine) FollowConfig(ctx context.Context) error {
 	if _, err := conn.Exec(ctx, "SELECT pg_reload_conf()"); err != nil {
 		return fmt.Errorf("reloading the configuration: %w", err)
 	}
-	followed := string(content)
-	e.followedConfig = &followed
+	e.followedConfig.Applied(content)
 	return nil
 }

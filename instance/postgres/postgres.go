@@ -53,7 +53,7 @@ type Engine struct {
 
 	// followedConfig is the configuration file's content last reloaded;
 	// only the supervisor's loop uses it.
-	followedConfig *string
+	followedConfig instance.FollowedFile
 }
 
 // DefaultArchiveTimeout is the longest a commit waits, by default, before
