@@ -25,10 +25,10 @@ func TestPodForCacheKeepsWhatIsRead(t *testing.T) {
 			ManagedFields:     []metav1.ManagedFieldsEntry{{Manager: "kubelet"}},
 		},
 		Spec: corev1.PodSpec{
-			NodeName:   "node-1",
+			NodeName: "node-1",
 			Containers: []corev1.Container{{Name: "database", Image: "postgres:15", Env: []corev1.EnvVar{{Name: "PGDATA", Value: "/data"}},
 				Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}},
-			Volumes:    []corev1.Volume{{Name: "data"}},
+			Volumes: []corev1.Volume{{Name: "data"}},
 		},
 		Status: corev1.PodStatus{
 			Phase:      corev1.PodRunning,
@@ -39,7 +39,7 @@ func TestPodForCacheKeepsWhatIsRead(t *testing.T) {
 			QOSClass:   corev1.PodQOSGuaranteed,
 			ContainerStatuses: []corev1.ContainerStatus{{
 				Name: "database", Ready: true, RestartCount: 2, Image: "postgres:15", ImageID: "sha256:abc",
-				Resources: &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")}},
+				Resources:            &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")}},
 				LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Message: "restoring backup b1: not found"}},
 			}},
 		},

@@ -65,6 +65,31 @@ func inPlaceTierChange(db *dbpilotv1alpha1.Database, live *appsv1.StatefulSet, i
 	return from, desired.TemplateHash(desired.PodTemplate(before, images)) == live.Annotations[desired.AnnotationTemplateHash]
 }
 
+// maxStepsWithoutRestart is how many tier steps above the tier its engine
+// started with a PostgreSQL pod may be resized in place. One step doubles
+// the pod's memory: shared_buffers is then half of what the new tier sets,
+// the page cache takes the rest, and status lists the setting as pending a
+// restart. A second step would leave it at a quarter, which matters: that
+// change rolls the pods instead, primary-safe, and each engine restarts
+// with the settings of its tier.
+const maxStepsWithoutRestart = 1
+
+// restartMatters reports whether moving db's pods to tier to must restart
+// their engines rather than resize them: a PostgreSQL pod whose engine
+// started more than maxStepsWithoutRestart tiers below to.
+func restartMatters(db *dbpilotv1alpha1.Database, pods []corev1.Pod, to dbpilotv1alpha1.Tier) (dbpilotv1alpha1.Tier, bool) {
+	if db.Spec.Engine != dbpilotv1alpha1.EnginePostgres {
+		return "", false
+	}
+	for i := range pods {
+		started := dbpilotv1alpha1.Tier(pods[i].Annotations[desired.AnnotationStartedTier])
+		if started.Index() >= 0 && to.Index()-started.Index() > maxStepsWithoutRestart {
+			return started, true
+		}
+	}
+	return "", false
+}
+
 // resizeState is where one pod stands in an in-place resize.
 type resizeState int
 
@@ -165,6 +190,12 @@ func (r *DatabaseReconciler) planResize(ctx context.Context, s *scope, live *app
 		// A new template: resized in place when only the tier changes
 		// (again, when it changes during a resize), rolled otherwise.
 		from, ok := inPlaceTierChange(db, live, r.images())
+		if started, matters := restartMatters(db, s.pods, db.EffectiveTier()); ok && matters {
+			r.Recorder.Eventf(db, nil, corev1.EventTypeNormal, dbpilotv1alpha1.EventReasonTierChanged, "ChangeTier",
+				"PostgreSQL's shared_buffers and max_connections are still sized for %s: rolling the pods to %s, primary-safe, instead of resizing them in place",
+				started, db.EffectiveTier())
+			ok = false
+		}
 		if !ok || !reportResources(s.pods) {
 			if plan.since != "" {
 				r.Recorder.Eventf(db, nil, corev1.EventTypeNormal, dbpilotv1alpha1.EventReasonTierChanged, "ChangeTier",
@@ -242,6 +273,9 @@ func (r *DatabaseReconciler) resizeInPlace(ctx context.Context, s *scope, live *
 			pod.Labels[appsv1.ControllerRevisionHashLabelKey] = revision
 			if pod.Annotations == nil {
 				pod.Annotations = map[string]string{}
+			}
+			if _, ok := pod.Annotations[desired.AnnotationStartedTier]; !ok {
+				pod.Annotations[desired.AnnotationStartedTier] = pod.Annotations[desired.AnnotationTier]
 			}
 			for k, v := range template.Annotations {
 				pod.Annotations[k] = v

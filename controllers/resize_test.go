@@ -65,6 +65,38 @@ func TestInPlaceTierChange(t *testing.T) {
 	}
 }
 
+func TestRestartMatters(t *testing.T) {
+	pod := func(started dbpilotv1alpha1.Tier) corev1.Pod {
+		p := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{desired.AnnotationTier: "medium"}}}
+		if started != "" {
+			p.Annotations[desired.AnnotationStartedTier] = string(started)
+		}
+		return p
+	}
+	postgres, mariadb := testDatabase(2), testDatabase(2)
+	postgres.Spec.Engine, mariadb.Spec.Engine = dbpilotv1alpha1.EnginePostgres, dbpilotv1alpha1.EngineMariaDB
+	small, medium, large := dbpilotv1alpha1.TierSmall, dbpilotv1alpha1.TierMedium, dbpilotv1alpha1.TierLarge
+	for _, tc := range []struct {
+		name    string
+		db      *dbpilotv1alpha1.Database
+		pods    []corev1.Pod
+		to      dbpilotv1alpha1.Tier
+		started dbpilotv1alpha1.Tier
+	}{
+		{"never resized: one step", postgres, []corev1.Pod{pod(""), pod("")}, large, ""},
+		{"started one step below", postgres, []corev1.Pod{pod(small), pod("")}, medium, ""},
+		{"started two steps below", postgres, []corev1.Pod{pod(""), pod(small)}, large, small},
+		{"mariadb follows online", mariadb, []corev1.Pod{pod(small)}, large, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			started, matters := restartMatters(tc.db, tc.pods, tc.to)
+			if matters != (tc.started != "") || started != tc.started {
+				t.Errorf("restartMatters = %s, %v; want %q", started, matters, tc.started)
+			}
+		})
+	}
+}
+
 func TestPodResizeState(t *testing.T) {
 	small := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m"), corev1.ResourceMemory: resource.MustParse("1Gi")}
 	medium := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("2Gi")}

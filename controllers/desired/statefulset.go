@@ -32,6 +32,10 @@ const (
 	// began resizing its pods in place for a tier change (RFC 3339); absent
 	// when no resize is under way.
 	AnnotationResizingInPlace = "dbpilot.io/resizing-in-place"
+	// AnnotationStartedTier on a pod resized in place is the tier its
+	// engine started with, for which the settings only a restart applies
+	// (PostgreSQL's shared_buffers and max_connections) are still sized.
+	AnnotationStartedTier = "dbpilot.io/started-tier"
 )
 
 // Container and volume names.

@@ -232,6 +232,7 @@ func tierInPlace(t *testing.T, g Gomega, db *dbpilotv1alpha1.Database, tc replic
 		for name, pod := range podsByName(g, db) {
 			g.Expect(pod.UID).To(Equal(before[name].UID), "pod %s was recreated", name)
 			g.Expect(restartCount(pod)).To(Equal(restartCount(before[name])), "pod %s restarted", name)
+			g.Expect(pod.Annotations).To(HaveKeyWithValue(desired.AnnotationStartedTier, string(dbpilotv1alpha1.TierSmall)), "pod %s", name)
 			running := runningResources(pod)
 			g.Expect(running.Cpu().Cmp(*want.Cpu())).To(BeZero(), "pod %s runs with %v", name, running)
 			g.Expect(running.Memory().Cmp(*want.Memory())).To(BeZero(), "pod %s runs with %v", name, running)
