@@ -48,12 +48,19 @@ func main() {
 		setupLog.Error(err, "Invalid image catalog")
 		os.Exit(2)
 	}
+	inPlace, err := controllers.ServesPodResize(mgr.GetConfig())
+	if err != nil {
+		setupLog.Error(err, "Unable to tell whether pods can be resized in place")
+		os.Exit(1)
+	}
+	setupLog.Info("Tier changes", "resizePodsInPlace", inPlace)
 	if err := (&controllers.DatabaseReconciler{
-		Client:     mgr.GetClient(),
-		APIReader:  mgr.GetAPIReader(),
-		Recorder:   mgr.GetEventRecorder(controllers.FieldOwner),
-		Images:     images,
-		Namespaces: opts.Namespaces(),
+		Client:        mgr.GetClient(),
+		APIReader:     mgr.GetAPIReader(),
+		Recorder:      mgr.GetEventRecorder(controllers.FieldOwner),
+		Images:        images,
+		Namespaces:    opts.Namespaces(),
+		InPlaceResize: inPlace,
 	}).SetupWithManager(mgr, opts.MaxConcurrentReconciles); err != nil {
 		setupLog.Error(err, "Unable to set up controller", "controller", "Database")
 		os.Exit(1)
@@ -70,6 +77,7 @@ func main() {
 		setupLog.Error(err, "Unable to set up the auto-pilot")
 		os.Exit(1)
 	}
+	runner.InPlaceResize = inPlace
 	if err := mgr.Add(runner); err != nil {
 		setupLog.Error(err, "Unable to add the auto-pilot")
 		os.Exit(1)

@@ -58,7 +58,10 @@ type AutopilotRunner struct {
 	// FlapWindow is how long a scale-down waits after a scale-up; the
 	// engine's default when zero.
 	FlapWindow time.Duration
-	Clock      clock.WithTicker
+	// InPlaceResize: the reconciler resizes pods in place for a tier
+	// change (the API server serves pods/resize).
+	InPlaceResize bool
+	Clock         clock.WithTicker
 
 	mu      sync.Mutex
 	history map[types.NamespacedName][]autopilot.Sample
@@ -149,7 +152,7 @@ func (r *AutopilotRunner) Cycle(ctx context.Context) error {
 		in := autopilot.Input{
 			Now:     now,
 			Policy:  r.policyOf(ctx, db),
-			Current: currentOf(db),
+			Current: r.currentOf(db),
 			Last:    r.lastOf(db, now),
 			History: r.history[key],
 		}
@@ -228,6 +231,16 @@ func trimHistory(history []autopilot.Sample, now time.Time) []autopilot.Sample {
 	return history[i:]
 }
 
+// currentOf is the size the Database runs with, what keeps it busy, and
+// whether a tier change goes without restarting its pods: in place either
+// way for MariaDB and MySQL; PostgreSQL grows in place but rolls to a
+// smaller tier, so the engine plans its tier changes as rolls.
+func (r *AutopilotRunner) currentOf(db *dbpilotv1alpha1.Database) autopilot.Current {
+	current := currentOf(db)
+	current.InPlaceResize = r.InPlaceResize && db.Spec.Engine != dbpilotv1alpha1.EnginePostgres
+	return current
+}
+
 // currentOf is the size the Database runs with, and what keeps it busy.
 func currentOf(db *dbpilotv1alpha1.Database) autopilot.Current {
 	storage := db.EffectiveStorageSize()
@@ -269,7 +282,7 @@ func (r *AutopilotRunner) lastOf(db *dbpilotv1alpha1.Database, now time.Time) au
 			last.Tier = decision.Time.Time
 		}
 	}
-	busy := currentOf(db).Busy != ""
+	busy := r.currentOf(db).Busy != ""
 	if r.busy[key] && !busy {
 		last.Settled = now
 	}

@@ -54,6 +54,9 @@ type DatabaseReconciler struct {
 	// Namespaces are the namespaces the manager watches, nil for all; the
 	// users' credentials Secrets are watched there.
 	Namespaces []string
+	// InPlaceResize: the API server serves pods/resize, so a tier change
+	// resizes the running pods instead of restarting them.
+	InPlaceResize bool
 
 	// failures tells transient errors from lasting ones.
 	failures failures
@@ -74,6 +77,7 @@ func (r *DatabaseReconciler) images() imagecatalog.Catalog {
 // +kubebuilder:rbac:groups="",resources=services;configmaps,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create;update;patch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch;delete
+// +kubebuilder:rbac:groups="",resources=pods/resize,verbs=patch
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch

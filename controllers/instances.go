@@ -73,11 +73,17 @@ func instanceStatuses(db *dbpilotv1alpha1.Database, pods []corev1.Pod, reports m
 		pod := &pods[i]
 		report := reports[pod.Name]
 		instance := dbpilotv1alpha1.InstanceStatus{
-			Name:        pod.Name,
-			Role:        report.Role,
-			Ready:       podReady(pod),
-			Replicating: report.Replicating,
-			Fenced:      fenced(db, pod),
+			Name:           pod.Name,
+			Role:           report.Role,
+			Ready:          podReady(pod),
+			Replicating:    report.Replicating,
+			Fenced:         fenced(db, pod),
+			PendingRestart: report.PendingRestart,
+		}
+		if len(instance.PendingRestart) == 0 {
+			// Never an empty list: the status does not change with the
+			// report's form.
+			instance.PendingRestart = nil
 		}
 		if report.Role == layout.RoleReplica && report.LagSeconds != nil {
 			instance.LagSeconds = ptr.To(int64(math.Round(*report.LagSeconds)))

@@ -7,9 +7,10 @@ import (
 // TransformPodForCache trims a pod to what dbpilot reads from its pods
 // before the pod enters the cache: the metadata (labels, annotations,
 // owners, deletion) without managed fields, the node, and the status it
-// judges readiness, roles, restores and the instance program's address by.
-// The spec (images, environment, probes, volumes) is most of a pod's size
-// and is never read: dbpilot decides what a pod should be from its
+// judges readiness, roles, restores and the instance program's address by,
+// and each container's resources, asked and applied (in-place resizes).
+// The rest of the spec (images, environment, probes, volumes) is most of a
+// pod's size and is never read: dbpilot decides what a pod should be from its
 // StatefulSet. A field read from a cached pod must be kept here; pods are
 // only ever merge patched from a cached copy, so a trimmed field is never
 // written back.
@@ -19,7 +20,7 @@ func TransformPodForCache(in any) (any, error) {
 		return in, nil
 	}
 	pod.ManagedFields = nil
-	pod.Spec = corev1.PodSpec{NodeName: pod.Spec.NodeName}
+	pod.Spec = corev1.PodSpec{NodeName: pod.Spec.NodeName, Containers: containerResourcesOnly(pod.Spec.Containers)}
 	pod.Status = corev1.PodStatus{
 		Phase:                 pod.Status.Phase,
 		Conditions:            pod.Status.Conditions,
@@ -35,8 +36,22 @@ func TransformPodForCache(in any) (any, error) {
 	return pod, nil
 }
 
-// containerStatesOnly keeps each container's name, readiness, restarts and
-// states, and drops its image, mounts and resources.
+// containerResourcesOnly keeps each container's name and resources, which
+// an in-place resize compares with its tier's.
+func containerResourcesOnly(containers []corev1.Container) []corev1.Container {
+	if containers == nil {
+		return nil
+	}
+	out := make([]corev1.Container, len(containers))
+	for i, c := range containers {
+		out[i] = corev1.Container{Name: c.Name, Resources: c.Resources}
+	}
+	return out
+}
+
+// containerStatesOnly keeps each container's name, readiness, restarts,
+// states and the resources its kubelet reports applied (an in-place resize
+// waits for them), and drops its image and mounts.
 func containerStatesOnly(statuses []corev1.ContainerStatus) []corev1.ContainerStatus {
 	if statuses == nil {
 		return nil
@@ -50,6 +65,7 @@ func containerStatesOnly(statuses []corev1.ContainerStatus) []corev1.ContainerSt
 			RestartCount:         s.RestartCount,
 			State:                s.State,
 			LastTerminationState: s.LastTerminationState,
+			Resources:            s.Resources,
 		}
 	}
 	return out

@@ -5,12 +5,14 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 )
 
 // TestPodForCacheKeepsWhatIsRead checks that a cached pod keeps every field
-// the controllers read from pods and loses its spec and managed fields.
+// the controllers read from pods (the containers' resources, asked and
+// applied, included) and loses the rest of its spec and managed fields.
 func TestPodForCacheKeepsWhatIsRead(t *testing.T) {
 	deleting := metav1.Now()
 	pod := &corev1.Pod{
@@ -23,9 +25,10 @@ func TestPodForCacheKeepsWhatIsRead(t *testing.T) {
 			ManagedFields:     []metav1.ManagedFieldsEntry{{Manager: "kubelet"}},
 		},
 		Spec: corev1.PodSpec{
-			NodeName:   "node-1",
-			Containers: []corev1.Container{{Name: "database", Image: "postgres:15", Env: []corev1.EnvVar{{Name: "PGDATA", Value: "/data"}}}},
-			Volumes:    []corev1.Volume{{Name: "data"}},
+			NodeName: "node-1",
+			Containers: []corev1.Container{{Name: "database", Image: "postgres:15", Env: []corev1.EnvVar{{Name: "PGDATA", Value: "/data"}},
+				Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}},
+			Volumes: []corev1.Volume{{Name: "data"}},
 		},
 		Status: corev1.PodStatus{
 			Phase:      corev1.PodRunning,
@@ -36,6 +39,7 @@ func TestPodForCacheKeepsWhatIsRead(t *testing.T) {
 			QOSClass:   corev1.PodQOSGuaranteed,
 			ContainerStatuses: []corev1.ContainerStatus{{
 				Name: "database", Ready: true, RestartCount: 2, Image: "postgres:15", ImageID: "sha256:abc",
+				Resources:            &corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("500m")}},
 				LastTerminationState: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{Message: "restoring backup b1: not found"}},
 			}},
 		},
@@ -51,8 +55,9 @@ func TestPodForCacheKeepsWhatIsRead(t *testing.T) {
 	if !reflect.DeepEqual(got.ObjectMeta, *want) {
 		t.Errorf("metadata %+v, want %+v", got.ObjectMeta, *want)
 	}
-	if got.Spec.NodeName != "node-1" || got.Spec.Containers != nil || got.Spec.Volumes != nil {
-		t.Errorf("spec %+v, want only the node name", got.Spec)
+	wantSpec := corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{{Name: "database", Resources: pod.Spec.Containers[0].Resources}}}
+	if !reflect.DeepEqual(got.Spec, wantSpec) {
+		t.Errorf("spec %+v, want only the node name and the containers' resources", got.Spec)
 	}
 	if got.Status.Phase != corev1.PodRunning || got.Status.PodIP != "10.88.0.5" || got.Status.HostIP != "10.88.0.1" ||
 		!reflect.DeepEqual(got.Status.Conditions, pod.Status.Conditions) || got.Status.StartTime == nil {
@@ -63,7 +68,7 @@ func TestPodForCacheKeepsWhatIsRead(t *testing.T) {
 	}
 	c := got.Status.ContainerStatuses[0]
 	if c.Name != "database" || !c.Ready || c.RestartCount != 2 || c.LastTerminationState.Terminated == nil ||
-		c.LastTerminationState.Terminated.Message != "restoring backup b1: not found" {
+		c.LastTerminationState.Terminated.Message != "restoring backup b1: not found" || !reflect.DeepEqual(c.Resources, pod.Status.ContainerStatuses[0].Resources) {
 		t.Errorf("container status %+v lost what the controllers read", c)
 	}
 	if c.Image != "" || c.ImageID != "" || got.Status.QOSClass != "" {

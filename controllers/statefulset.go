@@ -48,10 +48,23 @@ func (r *DatabaseReconciler) reconcileStatefulSet(ctx context.Context, s *scope)
 		// stays.
 		opts.Replicas = int32(ordinalOf(d.Primary)) + 1
 	}
-	var handover int
-	opts.Partition, handover = rolloutPartition(live, hash, opts.Replicas, r.primaryPlace(ctx, s))
-	if handover != noHandover {
-		s.rolloutHandover = db.PodName(handover)
+	resize, err := r.planResize(ctx, s, live, hash)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	switch {
+	case resize.since != "":
+		// Every pod is held back; each is resized and relabelled.
+		opts.ResizingInPlaceSince = resize.since
+		opts.Partition = opts.Replicas
+	case resize.done:
+		opts.Partition = 0
+	default:
+		var handover int
+		opts.Partition, handover = rolloutPartition(live, hash, opts.Replicas, r.primaryPlace(ctx, s))
+		if handover != noHandover {
+			s.rolloutHandover = db.PodName(handover)
+		}
 	}
 	s.replicas = opts.Replicas
 	sts := desired.StatefulSet(db, opts)
@@ -62,9 +75,13 @@ func (r *DatabaseReconciler) reconcileStatefulSet(ctx context.Context, s *scope)
 	if wrote {
 		// Later phases read what this write changes.
 		s.observed = false
-		if live != nil {
+		if live != nil && !resize.started {
 			r.recordChanges(db, live, hash, opts.Replicas)
 		}
+	}
+	if resize.since != "" {
+		// Pod events tell most steps; the deadline only time tells.
+		return ctrl.Result{RequeueAfter: resizePoll}, nil
 	}
 	if opts.Replicas > db.EffectiveReplicas() {
 		// Kept pods go when the rollout ends, which pod events announce,

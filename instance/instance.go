@@ -327,6 +327,13 @@ func Run(ctx context.Context, engine Engine, files CredentialFiles, probes Probe
 			}
 			return nil
 		case <-ticker.C:
+			if follower, ok := engine.(ConfigFollower); ok {
+				followCtx, cancel := context.WithTimeout(ctx, credentialsPollInterval)
+				if err := follower.FollowConfig(followCtx); err != nil {
+					log.Error("applying the changed configuration file; retrying", "error", err.Error())
+				}
+				cancel()
+			}
 			latest, err := ReadCredentials(files.Dir, files.MonitoringPasswordFile)
 			if err != nil {
 				log.Error("reading the credentials", "error", err.Error())

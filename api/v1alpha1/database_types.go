@@ -146,8 +146,17 @@ type DatabaseSpec struct {
 
 	// tier is the resource class of every pod: small, medium, large, xlarge or
 	// 2xlarge. It sets CPU and memory requests and limits and tunes the engine
-	// (buffers, caches, max connections) to match. A change rolls the pods,
-	// replicas first.
+	// (buffers, caches, max connections) to match. Where the API server
+	// serves pods/resize and the kubelets report container resources, a
+	// change resizes the running pods in place, none restarting: MariaDB
+	// and MySQL both ways, their buffer pool and max connections set
+	// online; PostgreSQL one tier above the one its server started with,
+	// reloading its configuration, with shared_buffers and max_connections
+	// waiting for the pod's next restart (status.instances[].pendingRestart).
+	// Otherwise (a smaller PostgreSQL tier, a PostgreSQL tier two or more
+	// steps above the one its server started with, or a resize the node
+	// cannot take or does not finish within 2 minutes) it rolls the pods,
+	// replicas first, the primary after a switchover.
 	// +optional
 	// +kubebuilder:default=small
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Tier",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:select:small","urn:alm:descriptor:com.tectonic.ui:select:medium","urn:alm:descriptor:com.tectonic.ui:select:large","urn:alm:descriptor:com.tectonic.ui:select:xlarge","urn:alm:descriptor:com.tectonic.ui:select:2xlarge"}

@@ -138,6 +138,14 @@ type InstanceStatus struct {
 	// instance: its engine is stopped and no Service reaches it.
 	// +optional
 	Fenced bool `json:"fenced,omitempty"`
+
+	// pendingRestart names the engine settings the instance takes only at
+	// its next restart: after a PostgreSQL pod grew in place to a bigger
+	// tier, shared_buffers and max_connections stay at the smaller tier's
+	// until the pod restarts (a smaller tier always rolls the pods).
+	// +optional
+	// +listType=atomic
+	PendingRestart []string `json:"pendingRestart,omitempty"`
 }
 
 // Endpoints are the in-cluster addresses of a Database.

@@ -98,7 +98,7 @@ func run(args []string, log *slog.Logger) error {
 	flags := flag.NewFlagSet(layout.CommandRun, flag.ContinueOnError)
 	engineName := flags.String("engine", "", "postgres, mariadb or mysql")
 	dataDir := flags.String("data-dir", "", "the engine's data directory (PGDATA, datadir)")
-	configFile := flags.String("config-file", "", "PostgreSQL: the postgresql.conf to run with")
+	configFile := flags.String("config-file", "", "PostgreSQL: the postgresql.conf to run with; MariaDB/MySQL: the generated configuration the server reads, followed while it runs (default "+layout.MySQLConfigFile+")")
 	socket := flags.String("socket", "", "PostgreSQL: the socket directory; MariaDB/MySQL: the socket file")
 	port := flags.Int("port", 0, "PostgreSQL: the port (names the socket file)")
 	defaultsFile := flags.String("defaults-file", "", "MariaDB/MySQL: a configuration file replacing the default ones")
@@ -155,7 +155,10 @@ func run(args []string, log *slog.Logger) error {
 			replication.CloneFrom = *cloneFrom
 		}
 		my := &mysql.Engine{Flavor: mysql.Flavor(*engineName), DataDir: *dataDir, Socket: *socket, DefaultsFile: *defaultsFile, ExtraArgs: flags.Args(), Replication: replication,
-			ArchiveTimeout: *archiveTimeout}
+			ArchiveTimeout: *archiveTimeout, ConfigFile: *configFile}
+		if my.ConfigFile == "" && my.DefaultsFile == "" {
+			my.ConfigFile = layout.MySQLConfigFile
+		}
 		if _, my.Restore, err = backupSettings(r); err != nil {
 			return err
 		}

@@ -1,6 +1,7 @@
 package desired_test
 
 import (
+	"path"
 	"strings"
 	"testing"
 
@@ -11,6 +12,7 @@ import (
 
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
 	"github.com/dbpilot/dbpilot/controllers/desired"
+	"github.com/dbpilot/dbpilot/instance/layout"
 	"github.com/dbpilot/dbpilot/internal/imagecatalog"
 )
 
@@ -41,6 +43,19 @@ func TestEngineConfigFollowsTier(t *testing.T) {
 			if !strings.Contains(content, line+"\n") {
 				t.Errorf("%s %s: config lacks %q:\n%s", tc.engine, tc.tier, line, content)
 			}
+		}
+	}
+}
+
+// TestMySQLConfigFileIsWhereTheInstanceFollowsIt: the instance program of a
+// MariaDB pod follows the configuration at layout.MySQLConfigFile, which
+// must be where the ConfigMap's file is mounted.
+func TestMySQLConfigFileIsWhereTheInstanceFollowsIt(t *testing.T) {
+	for _, engine := range []dbpilotv1alpha1.Engine{dbpilotv1alpha1.EngineMariaDB, dbpilotv1alpha1.EngineMySQL} {
+		profile, _ := engine.Profile()
+		name, _ := desired.EngineConfig(database(engine, dbpilotv1alpha1.TierSmall, 1))
+		if got := path.Join(profile.ConfigDir, name); got != layout.MySQLConfigFile {
+			t.Errorf("%s: the configuration is at %s, the instance program follows %s", engine, got, layout.MySQLConfigFile)
 		}
 	}
 }

@@ -28,6 +28,14 @@ const (
 	// AnnotationTemplateHash on the StatefulSet identifies the pod template
 	// the operator last applied; a new hash starts a partitioned rollout.
 	AnnotationTemplateHash = "dbpilot.io/template-hash"
+	// AnnotationResizingInPlace on the StatefulSet is when the operator
+	// began resizing its pods in place for a tier change (RFC 3339); absent
+	// when no resize is under way.
+	AnnotationResizingInPlace = "dbpilot.io/resizing-in-place"
+	// AnnotationStartedTier on a pod resized in place is the tier its
+	// engine started with, for which the settings only a restart applies
+	// (PostgreSQL's shared_buffers and max_connections) are still sized.
+	AnnotationStartedTier = "dbpilot.io/started-tier"
 )
 
 // Container and volume names.
@@ -72,6 +80,9 @@ type StatefulSetOptions struct {
 	Replicas int32
 	// Images is the operator's image catalog.
 	Images imagecatalog.Catalog
+	// ResizingInPlaceSince, when set, records an in-place resize under way
+	// (AnnotationResizingInPlace).
+	ResizingInPlaceSince string
 }
 
 // StatefulSet runs the Database's pods.
@@ -85,9 +96,13 @@ func StatefulSet(db *dbpilotv1alpha1.Database, opts StatefulSetOptions) *appsv1a
 	if db.Spec.DeletionPolicy == dbpilotv1alpha1.DeletionPolicyDelete {
 		retention = appsv1.DeletePersistentVolumeClaimRetentionPolicyType
 	}
+	annotations := map[string]string{AnnotationTemplateHash: TemplateHash(template)}
+	if opts.ResizingInPlaceSince != "" {
+		annotations[AnnotationResizingInPlace] = opts.ResizingInPlaceSince
+	}
 	return appsv1ac.StatefulSet(db.StatefulSetName(), db.Namespace).
 		WithLabels(db.CommonLabels()).
-		WithAnnotations(map[string]string{AnnotationTemplateHash: TemplateHash(template)}).
+		WithAnnotations(annotations).
 		WithOwnerReferences(ownerReference(db)).
 		WithSpec(appsv1ac.StatefulSetSpec().
 			WithReplicas(replicas).
@@ -190,13 +205,17 @@ func restrictedContainer() *corev1ac.SecurityContextApplyConfiguration {
 		WithCapabilities(corev1ac.Capabilities().WithDrop("ALL"))
 }
 
+// DatabaseResources are the database container's requests, and its limits:
+// equal, so the pod is in the Guaranteed QoS class. Each call returns a new
+// map.
+func DatabaseResources(db *dbpilotv1alpha1.Database) corev1.ResourceList {
+	size, _ := db.EffectiveTier().Size()
+	return corev1.ResourceList{corev1.ResourceCPU: size.CPU, corev1.ResourceMemory: size.Memory}
+}
+
 func databaseContainer(db *dbpilotv1alpha1.Database, images imagecatalog.Catalog) *corev1ac.ContainerApplyConfiguration {
 	profile, _ := db.Spec.Engine.Profile()
-	size, _ := db.EffectiveTier().Size()
-	// Requests and limits are equal (Guaranteed QoS), in two maps.
-	resources := func() corev1.ResourceList {
-		return corev1.ResourceList{corev1.ResourceCPU: size.CPU, corev1.ResourceMemory: size.Memory}
-	}
+	resources := func() corev1.ResourceList { return DatabaseResources(db) }
 	_, backupMounts := backupVolumes(db)
 	container := corev1ac.Container().
 		WithName(DatabaseContainerName).

@@ -37,6 +37,10 @@ const (
 	// KeyPrimary names the instance that is to be the primary, KeyEpoch
 	// counts the designations (every failover and switchover adds one).
 	DesignationDir = "/dbpilot/designation"
+	// MySQLConfigFile is the generated configuration a MariaDB or MySQL
+	// server reads (from its conf.d); the instance program follows its
+	// changes.
+	MySQLConfigFile = "/etc/mysql/conf.d/dbpilot.cnf"
 	// ProgramInOperatorImage is where the operator's image keeps the
 	// instance program.
 	ProgramInOperatorImage = "/instance"
@@ -172,6 +176,9 @@ type InstanceStatus struct {
 	Epoch             int64  `json:"epoch,omitempty"`
 	// Fenced is true while the instance is fenced: its engine does not run.
 	Fenced bool `json:"fenced,omitempty"`
+	// PendingRestart names the settings of the configuration file the
+	// running engine takes only at its next start.
+	PendingRestart []string `json:"pendingRestart,omitempty"`
 	// CredentialsApplied is true once the users match the Secret.
 	CredentialsApplied bool `json:"credentialsApplied"`
 	// Archive reports a primary's WAL (or binlog) archiving, when the

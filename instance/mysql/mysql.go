@@ -49,6 +49,9 @@ type Engine struct {
 	DefaultsFile string
 	// ExtraArgs are more server arguments.
 	ExtraArgs []string
+	// ConfigFile is the generated configuration file the server reads; a
+	// running MariaDB follows its changes (FollowConfig).
+	ConfigFile string
 
 	// Replication says whether a new MariaDB instance clones a primary, and
 	// how replicas reach this one.
@@ -69,6 +72,9 @@ type Engine struct {
 	// releasingCommits is set while a backup for a replica has the primary
 	// acknowledge commits without a replica (see commitrelease.go).
 	releasingCommits atomic.Bool
+	// followedConfig is the configuration file's content last applied;
+	// only the supervisor's loop uses it.
+	followedConfig instance.FollowedFile
 	// binlogs is what the primary's binary log archiving has done.
 	binlogs binlogArchive
 }

@@ -50,6 +50,10 @@ type Engine struct {
 	// Restore, for a Database bootstrapped from a backup, is the backup a
 	// new primary restores instead of running initdb.
 	Restore *layout.RestoreSource
+
+	// followedConfig is the configuration file's content last reloaded;
+	// only the supervisor's loop uses it.
+	followedConfig instance.FollowedFile
 }
 
 // DefaultArchiveTimeout is the longest a commit waits, by default, before

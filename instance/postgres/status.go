@@ -26,6 +26,10 @@ SELECT pg_is_in_recovery(),
        (SELECT timeline_id FROM pg_control_checkpoint()),
        current_setting('server_version')`
 
+// pendingRestartQuery names the settings of the configuration file the
+// server takes only at its next start.
+const pendingRestartQuery = `SELECT coalesce(array_agg(name ORDER BY name), '{}') FROM pg_settings WHERE pending_restart`
+
 // Status reports the instance.
 func (e *Engine) Status(ctx context.Context) (instance.Status, error) {
 	conn, err := e.connect(ctx)
@@ -36,6 +40,9 @@ func (e *Engine) Status(ctx context.Context) (instance.Status, error) {
 	var s instance.Status
 	var recovering bool
 	if err := conn.QueryRow(ctx, statusQuery).Scan(&recovering, &s.Position, &s.LagBytes, &s.LagSeconds, &s.Replicating, &s.Timeline, &s.Version); err != nil {
+		return instance.Status{}, err
+	}
+	if err := conn.QueryRow(ctx, pendingRestartQuery).Scan(&s.PendingRestart); err != nil {
 		return instance.Status{}, err
 	}
 	s.Role = layout.RolePrimary

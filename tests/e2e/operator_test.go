@@ -92,11 +92,18 @@ func startOperatorWith(t testing.TB, base *rest.Config, opts *options.Options) *
 	if err != nil {
 		t.Fatalf("creating manager: %v", err)
 	}
+	// As the binary finds out; kwok's pods report no container resources,
+	// so their tier changes roll.
+	inPlace, err := controllers.ServesPodResize(cfg)
+	if err != nil {
+		t.Fatalf("discovering pods/resize: %v", err)
+	}
 	if err := (&controllers.DatabaseReconciler{
-		Client:     mgr.GetClient(),
-		APIReader:  mgr.GetAPIReader(),
-		Recorder:   mgr.GetEventRecorder(controllers.FieldOwner),
-		Namespaces: opts.Namespaces(),
+		Client:        mgr.GetClient(),
+		APIReader:     mgr.GetAPIReader(),
+		Recorder:      mgr.GetEventRecorder(controllers.FieldOwner),
+		Namespaces:    opts.Namespaces(),
+		InPlaceResize: inPlace,
 	}).SetupWithManager(mgr, opts.MaxConcurrentReconciles); err != nil {
 		t.Fatalf("setting up controller: %v", err)
 	}

@@ -386,6 +386,7 @@ func TestAutopilotOnRealMariaDBLoad(t *testing.T) {
 		dbpilotv1alpha1.ReplicaBounds{Min: 1, Max: 3}, dbpilotv1alpha1.TierBounds{Min: dbpilotv1alpha1.TierSmall, Max: dbpilotv1alpha1.TierSmall})
 	g.Expect(k8sClient.Create(ctx, db)).To(Succeed())
 	t.Cleanup(func() { deleteAndWait(NewWithT(t), db) })
+	logPodsOnFailure(t, db)
 	waitAvailable(g, db, 5*time.Minute)
 	primary := db.Status.CurrentPrimary
 	g.Expect(primary).NotTo(BeEmpty())

@@ -31,6 +31,7 @@ type writer struct {
 	once     sync.Once
 	done     chan writerResult
 	acked    atomic.Int64
+	gap      atomic.Int64
 	finished *writerResult
 }
 
@@ -74,6 +75,7 @@ func startWriter(db *dbpilotv1alpha1.Database, insert string, first int) *writer
 			now := time.Now()
 			if gap := now.Sub(last); gap > result.longestGap {
 				result.longestGap = gap
+				w.gap.Store(int64(gap))
 			}
 			last = now
 			result.acknowledged = append(result.acknowledged, id)
@@ -88,6 +90,11 @@ func startWriter(db *dbpilotv1alpha1.Database, insert string, first int) *writer
 func (w *writer) writesResume(g Gomega, n int64) {
 	from := w.acked.Load()
 	g.Eventually(w.acked.Load, 2*time.Minute, 100*time.Millisecond).Should(BeNumerically(">=", from+n), "writes through -rw resume")
+}
+
+// longestGapSoFar is the longest time between two acknowledged writes yet.
+func (w *writer) longestGapSoFar() time.Duration {
+	return time.Duration(w.gap.Load())
 }
 
 // finish stops the writer and returns what it saw; later calls return the
@@ -280,9 +287,14 @@ func switchoverUnderWriter(t *testing.T, g Gomega, db *dbpilotv1alpha1.Database,
 // with failover delay 0 (change applies the test's own settings), waits
 // until its primary and replica serve, and creates the writes table.
 func twoPodDatabase(t *testing.T, g Gomega, ns string, tc replicationSQL, createWrites string, change func(*dbpilotv1alpha1.Database)) *dbpilotv1alpha1.Database {
+	return writableDatabase(t, g, ns, tc, createWrites, 2, change)
+}
+
+// writableDatabase is twoPodDatabase with pods pods.
+func writableDatabase(t *testing.T, g Gomega, ns string, tc replicationSQL, createWrites string, pods int, change func(*dbpilotv1alpha1.Database)) *dbpilotv1alpha1.Database {
 	ctx := context.Background()
 	restrictedNamespace(t, ns)
-	db := newDatabase(ns, "orders", tc.engine, tc.version, 2)
+	db := newDatabase(ns, "orders", tc.engine, tc.version, int32(pods))
 	db.Spec.Failover = &dbpilotv1alpha1.FailoverSpec{DelaySeconds: ptr.To[int32](0)}
 	if change != nil {
 		change(db)
@@ -290,8 +302,8 @@ func twoPodDatabase(t *testing.T, g Gomega, ns string, tc replicationSQL, create
 	g.Expect(k8sClient.Create(ctx, db)).To(Succeed())
 	t.Cleanup(func() { deleteAndWait(NewWithT(t), db) })
 	logPodsOnFailure(t, db)
-	waitReadyPods(g, db, 2)
-	expectInstances(g, db, 2)
+	waitReadyPods(g, db, int32(pods))
+	expectInstances(g, db, pods)
 	var session sqlSession
 	g.Eventually(func() (err error) {
 		session, err = connectApp(ctx, db)

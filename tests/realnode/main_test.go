@@ -115,12 +115,18 @@ func startOperator(scheme any) (func(), error) {
 	if err != nil {
 		return nil, err
 	}
+	// The real node resizes pods in place, as the binary finds out.
+	inPlace, err := controllers.ServesPodResize(cluster.RESTConfig)
+	if err != nil {
+		return nil, err
+	}
 	if err := (&controllers.DatabaseReconciler{
-		Client:     mgr.GetClient(),
-		APIReader:  mgr.GetAPIReader(),
-		Recorder:   mgr.GetEventRecorder(controllers.FieldOwner),
-		Images:     images,
-		Namespaces: opts.Namespaces(),
+		Client:        mgr.GetClient(),
+		APIReader:     mgr.GetAPIReader(),
+		Recorder:      mgr.GetEventRecorder(controllers.FieldOwner),
+		Images:        images,
+		Namespaces:    opts.Namespaces(),
+		InPlaceResize: inPlace,
 	}).SetupWithManager(mgr, opts.MaxConcurrentReconciles); err != nil {
 		return nil, err
 	}
@@ -133,12 +139,13 @@ func startOperator(scheme any) (func(), error) {
 	// The auto-pilot reads the Prometheus a test points it at, with short
 	// windows so real load moves it within minutes.
 	if err := mgr.Add(&controllers.AutopilotRunner{
-		Client:     mgr.GetClient(),
-		Recorder:   mgr.GetEventRecorder(controllers.AutopilotFieldOwner),
-		Source:     &autopilotSource,
-		Interval:   autopilotInterval,
-		SettleTime: autopilotSettleTime,
-		FlapWindow: autopilotFlapWindow,
+		Client:        mgr.GetClient(),
+		Recorder:      mgr.GetEventRecorder(controllers.AutopilotFieldOwner),
+		Source:        &autopilotSource,
+		Interval:      autopilotInterval,
+		SettleTime:    autopilotSettleTime,
+		FlapWindow:    autopilotFlapWindow,
+		InPlaceResize: inPlace,
 	}); err != nil {
 		return nil, err
 	}

@@ -3,11 +3,14 @@ package realnode_test
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -18,14 +21,19 @@ import (
 	"github.com/dbpilot/dbpilot/controllers/desired"
 )
 
-// TestRolloutNeverRestartsThePrimary changes the tier of a two-pod
-// Database of each engine (small to medium: the node's 2 CPUs hold two
-// medium pods) under a continuous writer: the replica restarts first, the primary is
-// handed over to it by a switchover, and only then does the former
-// primary's pod restart, as a replica; at least one pod is ready
-// throughout, no acknowledged row is lost, and the longest write pause is
-// printed. Then the primary is fenced (its engine stopped, out of the -rw
-// Service, not failed over) and unfenced.
+// TestRolloutNeverRestartsThePrimary changes a Database of each engine
+// under a continuous writer. First, with three pods, a change beyond the
+// tier (backups turned on, which mounts their volume) rolls the pods: the
+// replicas restart first, one at a time, the primary is handed over to an
+// updated replica by a switchover, and only then does the former primary's
+// pod restart, as a replica. Then, scaled to two pods (the node's 2 CPUs
+// hold two medium pods), the tier goes from small to medium: the pods are
+// resized in place, none restarts, and the engine takes the new settings
+// online (MariaDB's buffer pool, also back to small; PostgreSQL reloads and
+// names what waits for a restart). At least one pod is ready throughout, no
+// acknowledged row is lost, and the longest write pause is printed. Then
+// the primary is fenced (its engine stopped, out of the -rw Service, not
+// failed over) and unfenced.
 func TestRolloutNeverRestartsThePrimary(t *testing.T) {
 	for _, tc := range failoverEngines {
 		t.Run(string(tc.engine), func(t *testing.T) {
@@ -40,7 +48,7 @@ func testRollout(t *testing.T, tc replicationSQL, createWrites, insert string) {
 	ns := "real-rollout-" + string(tc.engine)
 	// Failover delay 0: a rollout that restarted the primary would fail
 	// it over.
-	db := twoPodDatabase(t, g, ns, tc, createWrites, nil)
+	db := writableDatabase(t, g, ns, tc, createWrites, 3, nil)
 
 	// Watch readiness while the writer writes.
 	selector := labels.FormatLabels(db.SelectorLabels())
@@ -73,23 +81,50 @@ func testRollout(t *testing.T, tc replicationSQL, createWrites, insert string) {
 	w := startWriter(db, insert, 1)
 	defer w.finish()
 	time.Sleep(2 * time.Second)
+
+	// A change beyond the tier: rolled, primary last.
+	before := podsByName(g, db)
 	started := time.Now()
-	changeDatabase(g, db, func(db *dbpilotv1alpha1.Database) { db.Spec.Tier = dbpilotv1alpha1.TierMedium })
+	changeDatabase(g, db, func(db *dbpilotv1alpha1.Database) {
+		db.Spec.Backup = &dbpilotv1alpha1.BackupSpec{Schedule: "0 0 1 1 *", Retention: 1}
+	})
 	g.Eventually(func(g Gomega) {
 		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(db), db)).To(Succeed())
 		g.Expect(db.Status.ObservedGeneration).To(Equal(db.Generation))
 		g.Expect(db.Status.Phase).To(Equal(dbpilotv1alpha1.PhaseRunning))
-		g.Expect(db.Status.Tier).To(Equal(dbpilotv1alpha1.TierMedium))
+		g.Expect(db.Status.Instances).To(ConsistOf(
+			dbpilotv1alpha1.InstanceStatus{Name: db.PodName(1), Role: "primary", Ready: true},
+			dbpilotv1alpha1.InstanceStatus{Name: db.PodName(0), Role: "replica", Ready: true, Replicating: true, LagSeconds: ptr.To[int64](0)},
+			dbpilotv1alpha1.InstanceStatus{Name: db.PodName(2), Role: "replica", Ready: true, Replicating: true, LagSeconds: ptr.To[int64](0)},
+		))
+		sts, err := clientset.AppsV1().StatefulSets(ns).Get(ctx, db.StatefulSetName(), metav1.GetOptions{})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(sts.Status.UpdatedReplicas).To(Equal(int32(3)))
+		g.Expect(sts.Status.CurrentRevision).To(Equal(sts.Status.UpdateRevision))
+	}, 5*time.Minute, 500*time.Millisecond).Should(Succeed(), func() string { return eventNotes(ns) })
+	for name, pod := range podsByName(g, db) {
+		g.Expect(pod.UID).NotTo(Equal(before[name].UID), "pod %s was not rolled", name)
+	}
+	took := time.Since(started)
+	w.writesResume(g, 20)
+	g.Expect(eventNote(g, ns, dbpilotv1alpha1.EventReasonSwitchingOver)).To(ContainSubstring("a rollout is about to restart the primary's pod"))
+	rolledGap := w.longestGapSoFar()
+
+	// Two pods, then the tier: resized in place, up (and MariaDB down
+	// again).
+	changeDatabase(g, db, func(db *dbpilotv1alpha1.Database) { db.Spec.Replicas = ptr.To[int32](2) })
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(db), db)).To(Succeed())
 		g.Expect(db.Status.Instances).To(ConsistOf(
 			dbpilotv1alpha1.InstanceStatus{Name: db.PodName(1), Role: "primary", Ready: true},
 			dbpilotv1alpha1.InstanceStatus{Name: db.PodName(0), Role: "replica", Ready: true, Replicating: true, LagSeconds: ptr.To[int64](0)},
 		))
-		sts, err := clientset.AppsV1().StatefulSets(ns).Get(ctx, db.StatefulSetName(), metav1.GetOptions{})
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(sts.Status.UpdatedReplicas).To(Equal(int32(2)))
-		g.Expect(sts.Status.CurrentRevision).To(Equal(sts.Status.UpdateRevision))
-	}, 5*time.Minute, 500*time.Millisecond).Should(Succeed())
-	took := time.Since(started)
+		g.Expect(podsByName(g, db)).To(HaveLen(2))
+	}, 2*time.Minute, 500*time.Millisecond).Should(Succeed())
+	tierInPlace(t, g, db, tc, dbpilotv1alpha1.TierMedium, 1024)
+	if tc.engine == dbpilotv1alpha1.EngineMariaDB {
+		tierInPlace(t, g, db, tc, dbpilotv1alpha1.TierSmall, 512)
+	}
 	w.writesResume(g, 20)
 	close(watching)
 	<-watched
@@ -99,14 +134,13 @@ func testRollout(t *testing.T, tc replicationSQL, createWrites, insert string) {
 	g.Expect(err).NotTo(HaveOccurred())
 	defer primary.close()
 	lost := lostRows(g, primary, result.acknowledged)
-	t.Logf("rollout %s rollout_s=%.1f write_unavailable_s=%.1f rows_acknowledged=%d rows_lost=%d",
-		tc.engine, took.Seconds(), result.longestGap.Seconds(), len(result.acknowledged), lost)
+	t.Logf("rollout %s rollout_s=%.1f write_unavailable_s=%.1f (resizes in place included: %.1f) rows_acknowledged=%d rows_lost=%d",
+		tc.engine, took.Seconds(), rolledGap.Seconds(), result.longestGap.Seconds(), len(result.acknowledged), lost)
 	g.Expect(lost).To(BeZero())
 	g.Expect(noneReady.Load()).To(BeZero(), "a moment without a ready pod")
-	g.Expect(eventNote(g, ns, dbpilotv1alpha1.EventReasonSwitchingOver)).To(ContainSubstring("a rollout is about to restart the primary's pod"))
 	g.Expect(eventNote(g, ns, dbpilotv1alpha1.EventReasonFailingOver)).To(BeEmpty(), "the rollout caused a failover")
-	// Both pods run the new template, the former primary's after the
-	// switchover: it restarted as a replica.
+	// Every pod carries the configuration it runs with, the resized ones
+	// too.
 	pods, err := clientset.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{LabelSelector: selector})
 	g.Expect(err).NotTo(HaveOccurred())
 	for _, pod := range pods.Items {
@@ -147,4 +181,117 @@ func testRollout(t *testing.T, tc replicationSQL, createWrites, insert string) {
 		defer writer.close()
 		g.Expect(writer.exec(ctx, fmt.Sprintf(insert, 1_000_000))).To(Succeed())
 	}, 2*time.Minute, time.Second).Should(Succeed())
+}
+
+// podsByName are the Database's pods.
+func podsByName(g Gomega, db *dbpilotv1alpha1.Database) map[string]corev1.Pod {
+	pods, err := clientset.CoreV1().Pods(db.Namespace).List(context.Background(), metav1.ListOptions{LabelSelector: labels.FormatLabels(db.SelectorLabels())})
+	g.Expect(err).NotTo(HaveOccurred())
+	byName := map[string]corev1.Pod{}
+	for _, pod := range pods.Items {
+		byName[pod.Name] = pod
+	}
+	return byName
+}
+
+// restartCount sums the restarts of the pod's containers.
+func restartCount(pod corev1.Pod) int32 {
+	n := int32(0)
+	for _, status := range pod.Status.ContainerStatuses {
+		n += status.RestartCount
+	}
+	return n
+}
+
+// runningResources are the database container's limits as the kubelet
+// reports them applied.
+func runningResources(pod corev1.Pod) corev1.ResourceList {
+	for _, status := range pod.Status.ContainerStatuses {
+		if status.Name == desired.DatabaseContainerName && status.Resources != nil {
+			return corev1.ResourceList{corev1.ResourceCPU: status.Resources.Limits.Cpu().DeepCopy(), corev1.ResourceMemory: status.Resources.Limits.Memory().DeepCopy()}
+		}
+	}
+	return nil
+}
+
+// tierInPlace changes the tier of the two-pod Database and expects its pods
+// resized in place: the same pods, no container restarted, the new CPU and
+// memory applied by the kubelet, no switchover; then the engine follows its
+// configuration once the kubelet has updated the mounted file: MariaDB's
+// buffer pool is bufferPoolMiB, PostgreSQL reports shared_buffers pending
+// a restart.
+func tierInPlace(t *testing.T, g Gomega, db *dbpilotv1alpha1.Database, tc replicationSQL, tier dbpilotv1alpha1.Tier, bufferPoolMiB int) {
+	t.Helper()
+	ctx := context.Background()
+	before := podsByName(g, db)
+	primary := db.Status.CurrentPrimary
+	switchovers := eventNote(g, db.Namespace, dbpilotv1alpha1.EventReasonSwitchingOver)
+	changed := time.Now()
+	changeDatabase(g, db, func(db *dbpilotv1alpha1.Database) { db.Spec.Tier = tier })
+	want := desired.DatabaseResources(db)
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(db), db)).To(Succeed())
+		g.Expect(db.Status.ObservedGeneration).To(Equal(db.Generation))
+		g.Expect(db.Status.Phase).To(Equal(dbpilotv1alpha1.PhaseRunning))
+		g.Expect(db.Status.Tier).To(Equal(tier))
+		sts, err := clientset.AppsV1().StatefulSets(db.Namespace).Get(ctx, db.StatefulSetName(), metav1.GetOptions{})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(sts.Status.UpdatedReplicas).To(Equal(int32(2)))
+		g.Expect(sts.Status.CurrentRevision).To(Equal(sts.Status.UpdateRevision))
+		g.Expect(sts.Annotations).NotTo(HaveKey(desired.AnnotationResizingInPlace))
+		for name, pod := range podsByName(g, db) {
+			g.Expect(pod.UID).To(Equal(before[name].UID), "pod %s was recreated", name)
+			g.Expect(restartCount(pod)).To(Equal(restartCount(before[name])), "pod %s restarted", name)
+			g.Expect(pod.Annotations).To(HaveKeyWithValue(desired.AnnotationStartedTier, string(dbpilotv1alpha1.TierSmall)), "pod %s", name)
+			running := runningResources(pod)
+			g.Expect(running.Cpu().Cmp(*want.Cpu())).To(BeZero(), "pod %s runs with %v", name, running)
+			g.Expect(running.Memory().Cmp(*want.Memory())).To(BeZero(), "pod %s runs with %v", name, running)
+		}
+	}, 3*time.Minute, 500*time.Millisecond).Should(Succeed(), func() string {
+		return fmt.Sprintf("pods resized in place to %s; events:\n%s", tier, eventNotes(db.Namespace))
+	})
+	resized := time.Since(changed)
+	g.Expect(eventNote(g, db.Namespace, dbpilotv1alpha1.EventReasonTierChanged)).To(ContainSubstring("resized in place to " + string(tier)))
+	g.Expect(eventNote(g, db.Namespace, dbpilotv1alpha1.EventReasonSwitchingOver)).To(Equal(switchovers), "a resize in place switched over")
+	g.Expect(db.Status.CurrentPrimary).To(Equal(primary), "the primary moved")
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(db), db)).To(Succeed())
+		g.Expect(db.Status.Instances).To(HaveLen(2))
+		for _, instance := range db.Status.Instances {
+			if tc.engine == dbpilotv1alpha1.EnginePostgres {
+				g.Expect(instance.PendingRestart).To(ContainElement("shared_buffers"), instance.Name)
+				continue
+			}
+			g.Expect(bufferPoolOf(g, db, instance.Name)).To(Equal(bufferPoolMiB), instance.Name)
+		}
+	}, 3*time.Minute, 2*time.Second).Should(Succeed(), "the engine's settings follow the tier %s", tier)
+	t.Logf("resize %s to %s in place: pods resized %.1fs after the change, the engine's settings followed %.1fs after it",
+		tc.engine, tier, resized.Seconds(), time.Since(changed).Seconds())
+}
+
+// bufferPoolOf reads the InnoDB buffer pool size, in MiB, of a MariaDB pod,
+// primary or replica.
+func bufferPoolOf(g Gomega, db *dbpilotv1alpha1.Database, pod string) int {
+	ctx := context.Background()
+	session, err := connectAppToPod(ctx, db, pod)
+	g.Expect(err).NotTo(HaveOccurred())
+	defer session.close()
+	mib, err := session.queryInt(ctx, "SELECT @@innodb_buffer_pool_size DIV 1048576")
+	g.Expect(err).NotTo(HaveOccurred())
+	return mib
+}
+
+// eventNotes lists the namespace's Events (reason, object, note), for a
+// failure's message.
+func eventNotes(namespace string) string {
+	events, err := clientset.EventsV1().Events(namespace).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		return err.Error()
+	}
+	var lines []string
+	for _, e := range events.Items {
+		lines = append(lines, fmt.Sprintf("%s %s %s/%s: %s", e.CreationTimestamp.Format(time.TimeOnly), e.Reason, e.Regarding.Kind, e.Regarding.Name, e.Note))
+	}
+	slices.Sort(lines)
+	return strings.Join(lines, "\n")
 }

@@ -15,6 +15,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
@@ -130,14 +131,20 @@ func expectNoInternalPasswords(g Gomega, db *dbpilotv1alpha1.Database) {
 }
 
 // logPodsOnFailure registers a cleanup that, when the test failed, logs the
-// last lines of the database container of each pod of the Database, this
-// run's and the previous one's: the instance programs tell what they did.
+// Database's conditions and instances, its namespace's Events, and the last
+// lines of the database container of each pod of the Database, this run's
+// and the previous one's: the instance programs tell what they did.
 func logPodsOnFailure(t *testing.T, db *dbpilotv1alpha1.Database) {
 	t.Cleanup(func() {
 		if !t.Failed() {
 			return
 		}
 		ctx := context.Background()
+		now := &dbpilotv1alpha1.Database{}
+		if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(db), now); err == nil {
+			t.Logf("%s: conditions %+v\ninstances %+v", db.Name, now.Status.Conditions, now.Status.Instances)
+		}
+		t.Logf("events of %s:\n%s", db.Namespace, eventNotes(db.Namespace))
 		pods, err := clientset.CoreV1().Pods(db.Namespace).List(ctx, metav1.ListOptions{LabelSelector: labels.FormatLabels(db.SelectorLabels())})
 		if err != nil {
 			return
