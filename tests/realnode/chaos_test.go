@@ -31,12 +31,14 @@ const (
 )
 
 // TestOperatorKilledLosesNoCommittedRow runs the manager binary as two
-// processes with leader election, and SIGKILLs one of them every 4-12 s (the
-// leader three times in four), restarting it at once, while a PostgreSQL Database under a
-// continuous writer through -rw goes through a switchover, a scale to three
-// pods and back, a backup on demand, a tier change (a primary-safe roll) and
-// a switchover back,
-// DBPILOT_REALNODE_CHAOS_ROUNDS times (the tier alternates).
+// processes with leader election, and SIGKILLs one of them every 4-12 s
+// (the leader three times in four), restarting it at once, while a
+// PostgreSQL Database under a continuous writer through -rw goes through a
+// switchover, a scale to three pods and back, a backup on demand, a tier
+// change (up: a resize in place where the node reports container
+// resources; down: a primary-safe roll, which moves the primary) and a
+// switchover back, DBPILOT_REALNODE_CHAOS_ROUNDS times (the tier
+// alternates).
 // Each operation completes; at the end the Database is Available with two
 // ready pods, every acknowledged row is on the primary and on the replica,
 // and the test prints the real node's chaos line.
@@ -186,6 +188,22 @@ func TestOperatorKilledLosesNoCommittedRow(t *testing.T) {
 		rounds, err = strconv.Atoi(v)
 		g.Expect(err).NotTo(HaveOccurred(), realNodeChaosRoundsEnv)
 	}
+	// The tier changes move the primary (a roll hands it over, a resize in
+	// place does not), so each switchover goes to whichever of ordinals 0
+	// and 1 is the replica.
+	replica := func() string {
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(db), db)).To(Succeed())
+		if db.Status.CurrentPrimary == db.PodName(0) {
+			return db.PodName(1)
+		}
+		return db.PodName(0)
+	}
+	switchOver := func() {
+		t.Helper()
+		to := replica()
+		caughtUp(to)
+		step("switchover to "+to, switchTo(to), primaryIs(to))
+	}
 	tiers := []dbpilotv1alpha1.Tier{dbpilotv1alpha1.TierSmall, dbpilotv1alpha1.TierMedium}
 	for round := range rounds {
 		// The node's 2 CPUs hold three small pods or two medium ones:
@@ -195,16 +213,14 @@ func TestOperatorKilledLosesNoCommittedRow(t *testing.T) {
 			step("tier "+string(to), func(db *dbpilotv1alpha1.Database) { db.Spec.Tier = to }, runs(2, to))
 			from, to = to, from
 		}
-		caughtUp(db.PodName(1))
-		step("switchover to "+db.PodName(1), switchTo(db.PodName(1)), primaryIs(db.PodName(1)))
+		switchOver()
 		step("scale to 3 pods", func(db *dbpilotv1alpha1.Database) { db.Spec.Replicas = ptr.To[int32](3) }, runs(3, from))
 		step("scale to 2 pods", func(db *dbpilotv1alpha1.Database) { db.Spec.Replicas = ptr.To[int32](2) }, runs(2, from))
 		backUp(fmt.Sprintf("chaos-%d", round))
 		if round%2 == 0 {
 			step("tier "+string(to), func(db *dbpilotv1alpha1.Database) { db.Spec.Tier = to }, runs(2, to))
 		}
-		caughtUp(db.PodName(0))
-		step("switchover to "+db.PodName(0), switchTo(db.PodName(0)), primaryIs(db.PodName(0)))
+		switchOver()
 	}
 
 	close(stopKilling)
@@ -217,7 +233,8 @@ func TestOperatorKilledLosesNoCommittedRow(t *testing.T) {
 	w.writesResume(g, 20)
 	result := w.finish()
 	waitReadyPods(g, db, 2)
-	caughtUp(db.PodName(1))
+	lastReplica := replica()
+	caughtUp(lastReplica)
 	// Every acknowledged row is on the primary, and reaches the replica.
 	rowsMissing := func(pod string) int {
 		var session sqlSession
@@ -233,8 +250,8 @@ func TestOperatorKilledLosesNoCommittedRow(t *testing.T) {
 	backups := backupsOf(g, db)
 	g.Expect(backups[dbpilotv1alpha1.BackupPhaseCompleted]).To(HaveLen(rounds), "completed backups: %v", backups)
 	g.Expect(backups).To(HaveLen(1), "backups by phase: %v", backups)
-	lost := rowsMissing(db.PodName(0))
-	g.Eventually(func() int { return rowsMissing(db.PodName(1)) }, 30*time.Second, time.Second).Should(BeZero(), "acknowledged rows on the replica")
+	lost := rowsMissing(db.Status.CurrentPrimary)
+	g.Eventually(func() int { return rowsMissing(lastReplica) }, 30*time.Second, time.Second).Should(BeZero(), "acknowledged rows on the replica")
 	fmt.Printf("chaos-realnode ops=%d kills=%d leader_kills=%d converged=yes lost_rows=%d rows_acknowledged=%d seconds=%.0f\n",
 		ops, kills.Load(), leaderKills.Load(), lost, len(result.acknowledged), time.Since(started).Seconds())
 	g.Expect(leaderKills.Load()).To(BeNumerically(">", 0), "no leader was killed")

@@ -30,8 +30,9 @@ import (
 // hold two medium pods), the tier goes from small to medium: the pods are
 // resized in place, none restarts, and the engine takes the new settings
 // online (MariaDB's buffer pool, also back to small; PostgreSQL reloads and
-// names what waits for a restart). At least one pod is ready throughout, no
-// acknowledged row is lost, and the longest write pause is printed. Then
+// names what waits for a restart, then rolls back to small, primary last).
+// At least one pod is ready throughout, no acknowledged row is lost, and
+// the longest write pause is printed. Then
 // the primary is fenced (its engine stopped, out of the -rw Service, not
 // failed over) and unfenced.
 func TestRolloutNeverRestartsThePrimary(t *testing.T) {
@@ -124,6 +125,10 @@ func testRollout(t *testing.T, tc replicationSQL, createWrites, insert string) {
 	tierInPlace(t, g, db, tc, dbpilotv1alpha1.TierMedium, 1024)
 	if tc.engine == dbpilotv1alpha1.EngineMariaDB {
 		tierInPlace(t, g, db, tc, dbpilotv1alpha1.TierSmall, 512)
+	} else {
+		// PostgreSQL rolls to a smaller tier (its shared_buffers would not
+		// fit), primary-safe, and the restarts apply what was pending.
+		tierRolled(t, g, db, dbpilotv1alpha1.TierSmall)
 	}
 	w.writesResume(g, 20)
 	close(watching)
@@ -267,6 +272,35 @@ func tierInPlace(t *testing.T, g Gomega, db *dbpilotv1alpha1.Database, tc replic
 	}, 3*time.Minute, 2*time.Second).Should(Succeed(), "the engine's settings follow the tier %s", tier)
 	t.Logf("resize %s to %s in place: pods resized %.1fs after the change, the engine's settings followed %.1fs after it",
 		tc.engine, tier, resized.Seconds(), time.Since(changed).Seconds())
+}
+
+// tierRolled changes the tier of the two-pod Database, whose primary is
+// ordinal 1, and expects its pods rolled with the primary restarted last:
+// every pod new, the primary back on ordinal 1 after the switchovers, no
+// instance with a setting pending a restart.
+func tierRolled(t *testing.T, g Gomega, db *dbpilotv1alpha1.Database, tier dbpilotv1alpha1.Tier) {
+	t.Helper()
+	ctx := context.Background()
+	before := podsByName(g, db)
+	changed := time.Now()
+	changeDatabase(g, db, func(db *dbpilotv1alpha1.Database) { db.Spec.Tier = tier })
+	g.Eventually(func(g Gomega) {
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(db), db)).To(Succeed())
+		g.Expect(db.Status.ObservedGeneration).To(Equal(db.Generation))
+		g.Expect(db.Status.Tier).To(Equal(tier))
+		g.Expect(db.Status.Instances).To(ConsistOf(
+			dbpilotv1alpha1.InstanceStatus{Name: db.PodName(1), Role: "primary", Ready: true},
+			dbpilotv1alpha1.InstanceStatus{Name: db.PodName(0), Role: "replica", Ready: true, Replicating: true, LagSeconds: ptr.To[int64](0)},
+		))
+		sts, err := clientset.AppsV1().StatefulSets(db.Namespace).Get(ctx, db.StatefulSetName(), metav1.GetOptions{})
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(sts.Status.UpdatedReplicas).To(Equal(int32(2)))
+		g.Expect(sts.Status.CurrentRevision).To(Equal(sts.Status.UpdateRevision))
+		for name, pod := range podsByName(g, db) {
+			g.Expect(pod.UID).NotTo(Equal(before[name].UID), "pod %s was not rolled", name)
+		}
+	}, 5*time.Minute, 500*time.Millisecond).Should(Succeed(), func() string { return eventNotes(db.Namespace) })
+	t.Logf("tier %s %s: rolled, primary last, in %.1fs", db.Spec.Engine, tier, time.Since(changed).Seconds())
 }
 
 // bufferPoolOf reads the InnoDB buffer pool size, in MiB, of a MariaDB pod,
