@@ -139,7 +139,7 @@ func testRollout(t *testing.T, tc replicationSQL, createWrites, insert string) {
 	g.Expect(err).NotTo(HaveOccurred())
 	defer primary.close()
 	lost := lostRows(g, primary, result.acknowledged)
-	t.Logf("rollout %s rollout_s=%.1f write_unavailable_s=%.1f (resizes in place included: %.1f) rows_acknowledged=%d rows_lost=%d",
+	t.Logf("rollout %s rollout_s=%.1f write_unavailable_s=%.1f (the whole run, tier changes included: %.1f) rows_acknowledged=%d rows_lost=%d",
 		tc.engine, took.Seconds(), rolledGap.Seconds(), result.longestGap.Seconds(), len(result.acknowledged), lost)
 	g.Expect(lost).To(BeZero())
 	g.Expect(noneReady.Load()).To(BeZero(), "a moment without a ready pod")
