@@ -10,6 +10,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -93,15 +94,8 @@ func testRollout(t *testing.T, tc replicationSQL, createWrites, insert string) {
 		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(db), db)).To(Succeed())
 		g.Expect(db.Status.ObservedGeneration).To(Equal(db.Generation))
 		g.Expect(db.Status.Phase).To(Equal(dbpilotv1alpha1.PhaseRunning))
-		g.Expect(db.Status.Instances).To(ConsistOf(
-			dbpilotv1alpha1.InstanceStatus{Name: db.PodName(1), Role: "primary", Ready: true},
-			dbpilotv1alpha1.InstanceStatus{Name: db.PodName(0), Role: "replica", Ready: true, Replicating: true, LagSeconds: ptr.To[int64](0)},
-			dbpilotv1alpha1.InstanceStatus{Name: db.PodName(2), Role: "replica", Ready: true, Replicating: true, LagSeconds: ptr.To[int64](0)},
-		))
-		sts, err := clientset.AppsV1().StatefulSets(ns).Get(ctx, db.StatefulSetName(), metav1.GetOptions{})
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(sts.Status.UpdatedReplicas).To(Equal(int32(3)))
-		g.Expect(sts.Status.CurrentRevision).To(Equal(sts.Status.UpdateRevision))
+		g.Expect(db.Status.Instances).To(ConsistOf(servingFrom(db, 1, 0, 2)))
+		expectRolledOut(g, db, 3)
 	}, 5*time.Minute, 500*time.Millisecond).Should(Succeed(), func() string { return eventNotes(ns) })
 	for name, pod := range podsByName(g, db) {
 		g.Expect(pod.UID).NotTo(Equal(before[name].UID), "pod %s was not rolled", name)
@@ -116,10 +110,7 @@ func testRollout(t *testing.T, tc replicationSQL, createWrites, insert string) {
 	changeDatabase(g, db, func(db *dbpilotv1alpha1.Database) { db.Spec.Replicas = ptr.To[int32](2) })
 	g.Eventually(func(g Gomega) {
 		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(db), db)).To(Succeed())
-		g.Expect(db.Status.Instances).To(ConsistOf(
-			dbpilotv1alpha1.InstanceStatus{Name: db.PodName(1), Role: "primary", Ready: true},
-			dbpilotv1alpha1.InstanceStatus{Name: db.PodName(0), Role: "replica", Ready: true, Replicating: true, LagSeconds: ptr.To[int64](0)},
-		))
+		g.Expect(db.Status.Instances).To(ConsistOf(servingFrom(db, 1, 0)))
 		g.Expect(podsByName(g, db)).To(HaveLen(2))
 	}, 2*time.Minute, 500*time.Millisecond).Should(Succeed())
 	tierInPlace(t, g, db, tc, dbpilotv1alpha1.TierMedium, 1024)
@@ -239,11 +230,7 @@ func tierInPlace(t *testing.T, g Gomega, db *dbpilotv1alpha1.Database, tc replic
 		g.Expect(db.Status.ObservedGeneration).To(Equal(db.Generation))
 		g.Expect(db.Status.Phase).To(Equal(dbpilotv1alpha1.PhaseRunning))
 		g.Expect(db.Status.Tier).To(Equal(tier))
-		sts, err := clientset.AppsV1().StatefulSets(db.Namespace).Get(ctx, db.StatefulSetName(), metav1.GetOptions{})
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(sts.Status.UpdatedReplicas).To(Equal(int32(2)))
-		g.Expect(sts.Status.CurrentRevision).To(Equal(sts.Status.UpdateRevision))
-		g.Expect(sts.Annotations).NotTo(HaveKey(desired.AnnotationResizingInPlace))
+		g.Expect(expectRolledOut(g, db, 2).Annotations).NotTo(HaveKey(desired.AnnotationResizingInPlace))
 		for name, pod := range podsByName(g, db) {
 			g.Expect(pod.UID).To(Equal(before[name].UID), "pod %s was recreated", name)
 			g.Expect(restartCount(pod)).To(Equal(restartCount(before[name])), "pod %s restarted", name)
@@ -288,19 +275,33 @@ func tierRolled(t *testing.T, g Gomega, db *dbpilotv1alpha1.Database, tier dbpil
 		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(db), db)).To(Succeed())
 		g.Expect(db.Status.ObservedGeneration).To(Equal(db.Generation))
 		g.Expect(db.Status.Tier).To(Equal(tier))
-		g.Expect(db.Status.Instances).To(ConsistOf(
-			dbpilotv1alpha1.InstanceStatus{Name: db.PodName(1), Role: "primary", Ready: true},
-			dbpilotv1alpha1.InstanceStatus{Name: db.PodName(0), Role: "replica", Ready: true, Replicating: true, LagSeconds: ptr.To[int64](0)},
-		))
-		sts, err := clientset.AppsV1().StatefulSets(db.Namespace).Get(ctx, db.StatefulSetName(), metav1.GetOptions{})
-		g.Expect(err).NotTo(HaveOccurred())
-		g.Expect(sts.Status.UpdatedReplicas).To(Equal(int32(2)))
-		g.Expect(sts.Status.CurrentRevision).To(Equal(sts.Status.UpdateRevision))
+		g.Expect(db.Status.Instances).To(ConsistOf(servingFrom(db, 1, 0)))
+		expectRolledOut(g, db, 2)
 		for name, pod := range podsByName(g, db) {
 			g.Expect(pod.UID).NotTo(Equal(before[name].UID), "pod %s was not rolled", name)
 		}
 	}, 5*time.Minute, 500*time.Millisecond).Should(Succeed(), func() string { return eventNotes(db.Namespace) })
 	t.Logf("tier %s %s: rolled, primary last, in %.1fs", db.Spec.Engine, tier, time.Since(changed).Seconds())
+}
+
+// servingFrom is the status of the Database's instances serving from
+// ordinal primary, the others streaming replicas with no lag.
+func servingFrom(db *dbpilotv1alpha1.Database, primary int, replicas ...int) []dbpilotv1alpha1.InstanceStatus {
+	want := []dbpilotv1alpha1.InstanceStatus{{Name: db.PodName(primary), Role: "primary", Ready: true}}
+	for _, i := range replicas {
+		want = append(want, dbpilotv1alpha1.InstanceStatus{Name: db.PodName(i), Role: "replica", Ready: true, Replicating: true, LagSeconds: ptr.To[int64](0)})
+	}
+	return want
+}
+
+// expectRolledOut expects the Database's StatefulSet to run its template
+// on all of its pods pods, and returns it.
+func expectRolledOut(g Gomega, db *dbpilotv1alpha1.Database, pods int32) *appsv1.StatefulSet {
+	sts, err := clientset.AppsV1().StatefulSets(db.Namespace).Get(context.Background(), db.StatefulSetName(), metav1.GetOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(sts.Status.UpdatedReplicas).To(Equal(pods))
+	g.Expect(sts.Status.CurrentRevision).To(Equal(sts.Status.UpdateRevision))
+	return sts
 }
 
 // bufferPoolOf reads the InnoDB buffer pool size, in MiB, of a MariaDB pod,
