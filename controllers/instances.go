@@ -26,6 +26,16 @@ const instanceStatusTimeout = time.Second
 // again, so roles and replication follow what the instances report.
 const instancePollInterval = 30 * time.Second
 
+// instanceSettlingPoll is how often a Database is looked at while its
+// instances settle (a replica not yet streaming or behind, a running pod
+// whose instance program does not answer yet), so its status shows a
+// replica caught up within seconds, not at the next slow poll.
+const instanceSettlingPoll = 5 * time.Second
+
+// settledLag is the replication lag under which a streaming replica counts
+// as caught up: the status reports lag in whole seconds.
+const settledLag = 0.5
+
 // instanceHTTP reads the instance programs' status.
 var instanceHTTP = &http.Client{Timeout: instanceStatusTimeout}
 
@@ -64,6 +74,36 @@ func readInstance(ctx context.Context, ip string) (layout.InstanceStatus, error)
 	var status layout.InstanceStatus
 	err = json.NewDecoder(resp.Body).Decode(&status)
 	return status, err
+}
+
+// instancesSettling tells whether any running pod's instance is still
+// settling: it does not answer, or it is a replica not streaming or behind
+// its primary.
+func instancesSettling(pods []corev1.Pod, reports map[string]layout.InstanceStatus) bool {
+	for i := range pods {
+		pod := &pods[i]
+		if pod.Status.PodIP == "" || pod.Status.Phase != corev1.PodRunning || !pod.DeletionTimestamp.IsZero() {
+			continue
+		}
+		report, ok := reports[pod.Name]
+		switch {
+		case !ok:
+			return true
+		case report.Role != layout.RoleReplica || report.Fenced:
+		case !report.Replicating, report.LagSeconds != nil && *report.LagSeconds >= settledLag:
+			return true
+		}
+	}
+	return false
+}
+
+// instancePoll is when a Database whose instances report is looked at
+// again: soon while they settle, else at the slow poll.
+func instancePoll(pods []corev1.Pod, reports map[string]layout.InstanceStatus) time.Duration {
+	if instancesSettling(pods, reports) {
+		return instanceSettlingPoll
+	}
+	return instancePollInterval
 }
 
 // instanceStatuses are the pods in status.instances, by name.

@@ -3,6 +3,7 @@ package controllers
 import (
 	"slices"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -109,6 +110,38 @@ func TestFencedPods(t *testing.T) {
 		db.Annotations = map[string]string{dbpilotv1alpha1.AnnotationFenced: tc.database}
 		if got := fenced(db, tc.pod); got != tc.want {
 			t.Errorf("Database %q, pod %s %v: fenced %v, want %v", tc.database, tc.pod.Name, tc.pod.Annotations, got, tc.want)
+		}
+	}
+}
+
+func TestDatabaseIsPolledSoonWhileItsInstancesSettle(t *testing.T) {
+	running := func(name string) corev1.Pod {
+		return corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Status:     corev1.PodStatus{Phase: corev1.PodRunning, PodIP: "10.0.0.1"},
+		}
+	}
+	pending := corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "db-2"}, Status: corev1.PodStatus{Phase: corev1.PodPending}}
+	pods := []corev1.Pod{running("db-0"), running("db-1"), pending}
+	primary := layout.InstanceStatus{Role: layout.RolePrimary}
+	streaming := layout.InstanceStatus{Role: layout.RoleReplica, Replicating: true, LagSeconds: ptr.To(0.2)}
+	for _, tc := range []struct {
+		name    string
+		replica *layout.InstanceStatus
+		want    time.Duration
+	}{
+		{"replica streaming, caught up", &streaming, instancePollInterval},
+		{"replica not answering", nil, instanceSettlingPoll},
+		{"replica not streaming", &layout.InstanceStatus{Role: layout.RoleReplica}, instanceSettlingPoll},
+		{"replica behind", &layout.InstanceStatus{Role: layout.RoleReplica, Replicating: true, LagSeconds: ptr.To(3.0)}, instanceSettlingPoll},
+		{"replica fenced", &layout.InstanceStatus{Role: layout.RoleReplica, Fenced: true}, instancePollInterval},
+	} {
+		reports := map[string]layout.InstanceStatus{"db-0": primary}
+		if tc.replica != nil {
+			reports["db-1"] = *tc.replica
+		}
+		if got := instancePoll(pods, reports); got != tc.want {
+			t.Errorf("%s: polled again after %s, want %s", tc.name, got, tc.want)
 		}
 	}
 }

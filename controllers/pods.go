@@ -63,7 +63,7 @@ func (r *DatabaseReconciler) reconcilePodRoles(ctx context.Context, s *scope) (c
 	r.dropStaleSlots(ctx, s)
 	result := ctrl.Result{RequeueAfter: again}
 	if len(s.instances) > 0 {
-		result = soonest(result, ctrl.Result{RequeueAfter: instancePollInterval})
+		result = soonest(result, ctrl.Result{RequeueAfter: instancePoll(s.pods, s.instances)})
 	}
 	return result, nil
 }
