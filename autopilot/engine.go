@@ -236,14 +236,23 @@ func decideDown(d Decision, in Input, m Model, cur Size, load Load) Decision {
 		// auto-pilot just turned on): the first scale-down waits longer.
 		window += flapWindow
 	}
-	measured, covered := m.windowPeak(in.History, in.Now, window)
+	settling := span{From: in.Last.DirectionTime, To: settledAt(in)}
+	// A roll to a new tier mixes two sizes in the samples until it has
+	// settled: they are left out of the peak. Added or removed replicas
+	// do not (only the pods that exist are measured), and their samples
+	// may hold the very load that called for them.
+	var rolled span
+	if !in.Last.Tier.IsZero() && in.Last.Tier.Equal(in.Last.DirectionTime) {
+		rolled = settling
+	}
+	measured, covered := m.windowPeak(in.History, in.Now, window, rolled)
 	// A smaller size must also hold the load the trend brings over the flap
 	// window, or a scale-down under growing load is undone minutes later; a
 	// smaller tier over the tier cooldown too, since nothing can undo it
 	// sooner. Load is measured in units that do not depend on the size, so
 	// the trend spans the last change, skipping only the samples taken
 	// while it settled.
-	trend, known := m.loadTrend(in.History, in.Now, span{From: in.Last.DirectionTime, To: settledAt(in)})
+	trend, known := m.loadTrend(in.History, in.Now, settling)
 	switch {
 	case !covered:
 		return hold(d, ReasonWithinTargets, fmt.Sprintf("Within targets; a scale-down needs %s of complete metrics", window))

@@ -486,3 +486,57 @@ func TestLonePodIsNeverRestartedForATier(t *testing.T) {
 		t.Errorf("down with one pod allowed: got %s to %d %s, want a hold", d.Action, d.Replicas, d.Tier)
 	}
 }
+
+// TestSamplesMixedByARollDoNotHoldAScaleDown: a roll to a new tier leaves
+// samples that mix both sizes until it has settled (here they read as far
+// more load). They must not count in the peak a scale-down has to hold, or
+// the two medium pods a lone large one became keep their replica for a whole
+// window after the load has been steady and small. Samples taken while
+// added replicas settled do count: they may hold the load that called for
+// them.
+func TestSamplesMixedByARollDoNotHoldAScaleDown(t *testing.T) {
+	changed := now.Add(-8 * time.Minute)
+	settled := now.Add(-6 * time.Minute)
+	mixedUntil := settled.Add(policy().SettleTime)
+	quiet := Load{Write: 0.3, Read: 1.0}
+	var h []Sample
+	for at := now.Add(-30 * time.Minute); !at.After(now); at = at.Add(15 * time.Second) {
+		switch {
+		case at.Before(changed):
+			h = append(h, sample(at, oneLarge, quiet, 0.5))
+		case at.Before(mixedUntil):
+			h = append(h, sample(at, twoMedium, Load{Write: 0.9, Read: 1.6}, 0.5))
+		default:
+			h = append(h, sample(at, twoMedium, quiet, 0.5))
+		}
+	}
+	in := input(twoMedium, h)
+	in.Last = LastChanges{Direction: -1, DirectionTime: changed, Tier: changed, Settled: settled}
+	if d := Decide(in); d.Action != ActionScaleDown || d.Replicas != 1 || d.Tier != dbpilotv1alpha1.TierMedium {
+		t.Errorf("after a roll: got %s to %d %s (%s), want a scale-down to 1 medium pod", d.Action, d.Replicas, d.Tier, d.Message)
+	}
+	in.Last.Tier = time.Time{}
+	if d := Decide(in); d.Action != ActionHold {
+		t.Errorf("after replicas changed: got %s to %d %s (%s), want a hold: the load in the window does not fit 1 medium pod", d.Action, d.Replicas, d.Tier, d.Message)
+	}
+}
+
+func TestDirectionOf(t *testing.T) {
+	twoLarge := Size{Replicas: 2, Tier: dbpilotv1alpha1.TierLarge}
+	fourMedium := Size{Replicas: 4, Tier: dbpilotv1alpha1.TierMedium}
+	for _, tc := range []struct {
+		name          string
+		before, after Size
+		want          int
+	}{
+		{"more replicas", twoMedium, Size{Replicas: 3, Tier: dbpilotv1alpha1.TierMedium}, 1},
+		{"fewer replicas", fourMedium, twoMedium, -1},
+		{"a lone pod's tier down, paired with a replica at the same cost", oneLarge, twoMedium, -1},
+		{"a tier up shedding replicas at the same cost", fourMedium, twoLarge, 1},
+		{"a tier down with more replicas, for less", twoLarge, Size{Replicas: 3, Tier: dbpilotv1alpha1.TierMedium}, -1},
+	} {
+		if got := DirectionOf(tc.before, tc.after); got != tc.want {
+			t.Errorf("%s (%v -> %v): direction %d, want %d", tc.name, tc.before, tc.after, got, tc.want)
+		}
+	}
+}

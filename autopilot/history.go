@@ -149,8 +149,11 @@ func (m Model) breachStart(in Input, trend Load) time.Time {
 
 // windowPeak returns the highest write and read load over the window ending
 // now, and whether the window is covered by complete samples without gaps.
-// A scale-down is never decided on partial data.
-func (m Model) windowPeak(history []Sample, now time.Time, window time.Duration) (Load, bool) {
+// A scale-down is never decided on partial data. The samples taken while the
+// last change settled (skip) are left out of the peak: they mix two sizes
+// (CPU averaged over a rate window that spans the change, read against the
+// new size), and would read as load the Database never had.
+func (m Model) windowPeak(history []Sample, now time.Time, window time.Duration, skip span) (Load, bool) {
 	var peak Load
 	covered := false
 	for i := len(history) - 1; i >= 0; i-- {
@@ -161,13 +164,21 @@ func (m Model) windowPeak(history []Sample, now time.Time, window time.Duration)
 		if i < len(history)-1 && history[i+1].Time.Sub(s.Time) > maxGap {
 			return peak, false
 		}
+		if now.Sub(s.Time) >= window {
+			covered = true
+		}
+		if skip.holds(s.Time) {
+			if covered {
+				break
+			}
+			continue
+		}
 		load := m.EstimateLoad(s)
 		peak.Write = math.Max(peak.Write, load.Write)
 		peak.Read = math.Max(peak.Read, load.Read)
 		// The most reads on replicas alone: the fewest replicas fit it.
 		peak.ReplicaOnly = math.Max(peak.ReplicaOnly, load.ReplicaOnly)
-		if now.Sub(s.Time) >= window {
-			covered = true
+		if covered {
 			break
 		}
 	}

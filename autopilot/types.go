@@ -99,6 +99,17 @@ type LastChanges struct {
 	Settled time.Time
 }
 
+// DirectionOf is the Direction a change of size sets: down when it costs
+// less, or as much with a smaller tier (a lone pod's tier down comes with a
+// replica of the smaller tier, for the primary to switch over to); up
+// otherwise.
+func DirectionOf(before, after Size) int {
+	if after.Cost() < before.Cost() || (after.Cost() == before.Cost() && after.Tier.Index() < before.Tier.Index()) {
+		return -1
+	}
+	return 1
+}
+
 // Input is everything one decision is made from.
 type Input struct {
 	Now     time.Time

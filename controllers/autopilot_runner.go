@@ -298,10 +298,7 @@ func (r *AutopilotRunner) noteChange(db *dbpilotv1alpha1.Database, before, after
 	if after.Tier != before.Tier {
 		last.Tier = now
 	}
-	last.Direction = 1
-	if after.Cost() < before.Cost() {
-		last.Direction = -1
-	}
+	last.Direction = autopilot.DirectionOf(before, after)
 	last.DirectionTime = now
 	r.last[key] = last
 }

@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"time"
+
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
 	"github.com/dbpilot/dbpilot/autopilot"
 )
@@ -100,7 +102,16 @@ func (f *flapCounter) record(t, costDelta float64) {
 
 // RunAutopilot replays the trace through the auto-pilot's decision engine.
 func RunAutopilot(trace Trace, cfg Config) Result {
-	return run(trace, cfg, &autopilotController{policy: Bounds}, true)
+	policy := Bounds
+	policy.SettleTime = settleTime(cfg.World)
+	return run(trace, cfg, &autopilotController{policy: policy}, true)
+}
+
+// settleTime is what the operator's owner sets --autopilot-settle-time to:
+// Prometheus' rate window plus a scrape, and a decision interval of margin;
+// never under the 90 s the suite was written with.
+func settleTime(w World) time.Duration {
+	return max(90*time.Second, time.Duration((w.RateWindowSeconds+w.ScrapeSeconds+15)*float64(time.Second)))
 }
 
 // RunHPA replays the trace through the HPA baseline.
@@ -154,8 +165,10 @@ func (a *autopilotController) decide(t float64, w *world, gap bool) (int32, dbpi
 		if after.Tier != before.Tier {
 			a.last.Tier = now
 		}
+		// As the operator's runner: down when it costs less, or as much
+		// with a smaller tier (a lone pod's tier down, paired).
 		direction := 1
-		if after.Cost() < before.Cost() {
+		if after.Cost() < before.Cost() || (after.Cost() == before.Cost() && after.Tier.Index() < before.Tier.Index()) {
 			direction = -1
 			a.last.ReplicasDown = now
 		} else {
