@@ -44,8 +44,12 @@ func TestMain(m *testing.M) {
 
 func run(m *testing.M) (code int) {
 	if err := localcluster.RealNodeAvailable(); err != nil {
-		fmt.Fprintf(os.Stderr, "SKIP: no real node on this machine: %v\n", err)
-		return 0
+		if localcluster.RealNodeOptional() {
+			fmt.Fprintf(os.Stderr, "SKIP: no real node on this machine: %v\n", err)
+			return 0
+		}
+		fmt.Fprintf(os.Stderr, "FAIL: no real node on this machine: %v (DBPILOT_REALNODE=skip, or make test REALNODE=skip, skips these tests)\n", err)
+		return 1
 	}
 	logf.SetLogger(zap.New(zap.WriteTo(io.MultiWriter(&operatorLog, errorsTo{os.Stderr})), zap.Level(zapcore.DebugLevel)))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
