@@ -103,7 +103,7 @@ func (r *DatabaseReconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrentRec
 		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrentReconciles}).
 		WithLogConstructor(reconcileLogger(mgr.GetLogger(), "database", dbpilotv1alpha1.GroupVersion.WithKind("Database"),
 			func(req reconcile.Request) string { return req.Name })).
-		Named("database")
+		Named(databaseControllerName)
 	b, err := r.watchUserSecrets(mgr, b)
 	if err != nil {
 		return err
@@ -115,13 +115,7 @@ func (r *DatabaseReconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrentRec
 // Status is written once, at the end, and only when it changed.
 func (r *DatabaseReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
 	started := time.Now()
-	defer func() {
-		outcome := "success"
-		if result.RequeueAfter > 0 {
-			outcome = "requeue"
-		}
-		observeReconcile(started, outcome, retErr)
-	}()
+	defer func() { observeReconcile(databaseControllerName, started, result, retErr) }()
 	db := &dbpilotv1alpha1.Database{}
 	if err := r.Client.Get(ctx, req.NamespacedName, db); err != nil {
 		if apierrors.IsNotFound(err) {

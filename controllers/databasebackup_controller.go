@@ -61,7 +61,7 @@ func (r *DatabaseBackupReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		For(&dbpilotv1alpha1.DatabaseBackup{}).
 		WithLogConstructor(reconcileLogger(mgr.GetLogger(), "databasebackup", dbpilotv1alpha1.GroupVersion.WithKind("DatabaseBackup"),
 			backupDatabase(mgr.GetCache()))).
-		Named("databasebackup").
+		Named(backupControllerName).
 		Complete(r)
 }
 
@@ -73,7 +73,9 @@ func (r *DatabaseBackupReconciler) clock() clock.PassiveClock {
 }
 
 // Reconcile moves one DatabaseBackup through its phases.
-func (r *DatabaseBackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *DatabaseBackupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (result ctrl.Result, retErr error) {
+	started := time.Now()
+	defer func() { observeReconcile(backupControllerName, started, result, retErr) }()
 	backup := &dbpilotv1alpha1.DatabaseBackup{}
 	if err := r.Client.Get(ctx, req.NamespacedName, backup); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -89,13 +91,13 @@ func (r *DatabaseBackupReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 		}
 	}
 	before := backup.Status.DeepCopy()
-	var result ctrl.Result
+	var next ctrl.Result
 	var err error
 	switch backup.Status.Phase {
 	case "", dbpilotv1alpha1.BackupPhasePending:
-		result, err = r.start(ctx, backup)
+		next, err = r.start(ctx, backup)
 	case dbpilotv1alpha1.BackupPhaseRunning:
-		result, err = r.follow(ctx, backup)
+		next, err = r.follow(ctx, backup)
 	default:
 		return ctrl.Result{}, nil
 	}
@@ -104,7 +106,7 @@ func (r *DatabaseBackupReconciler) Reconcile(ctx context.Context, req ctrl.Reque
 			return ctrl.Result{}, errors.Join(err, fmt.Errorf("writing status: %w", writeErr))
 		}
 	}
-	return result, err
+	return next, err
 }
 
 func equalBackupStatus(a, b *dbpilotv1alpha1.DatabaseBackupStatus) bool {

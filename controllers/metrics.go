@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
@@ -17,7 +18,7 @@ import (
 var (
 	reconcileDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{
 		Name:    "dbpilot_reconcile_duration_seconds",
-		Help:    "Time one reconcile pass of a Database took, by controller and result (success, requeue, error).",
+		Help:    "Time one reconcile pass of a Database (controller database) or a DatabaseBackup (controller databasebackup) took, by controller and result (success, requeue, error).",
 		Buckets: []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30},
 	}, []string{"controller", "result"})
 	reconcileErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -46,8 +47,12 @@ var (
 	}, []string{"namespace", "database", "reason"})
 )
 
-// controllerName labels the Database controller's series.
-const controllerName = "database"
+// The controller label of the reconcile series: the names the controllers
+// are registered under.
+const (
+	databaseControllerName = "database"
+	backupControllerName   = "databasebackup"
+)
 
 var registerOnce sync.Once
 
@@ -61,18 +66,24 @@ func RegisterMetrics() (err error) {
 			}
 		}
 		// A counter that exists from the start has a rate of 0, not none.
-		reconcileErrors.WithLabelValues(controllerName)
+		reconcileErrors.WithLabelValues(databaseControllerName)
+		reconcileErrors.WithLabelValues(backupControllerName)
 	})
 	return err
 }
 
-// observeReconcile records one pass.
-func observeReconcile(started time.Time, result string, err error) {
-	if err != nil {
-		result = "error"
-		reconcileErrors.WithLabelValues(controllerName).Inc()
+// observeReconcile records one pass of a controller: an error, a requeue or
+// a success.
+func observeReconcile(controller string, started time.Time, result ctrl.Result, err error) {
+	outcome := "success"
+	switch {
+	case err != nil:
+		outcome = "error"
+		reconcileErrors.WithLabelValues(controller).Inc()
+	case result.RequeueAfter > 0:
+		outcome = "requeue"
 	}
-	reconcileDuration.WithLabelValues(controllerName, result).Observe(time.Since(started).Seconds())
+	reconcileDuration.WithLabelValues(controller, outcome).Observe(time.Since(started).Seconds())
 }
 
 // forgetDatabaseMetrics drops every series of a Database that is gone.

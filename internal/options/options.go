@@ -54,6 +54,15 @@ const DefaultKubeAPIBurst = 100
 // LeaderElectionID names the Lease that elects the active manager.
 const LeaderElectionID = "dbpilot.dbpilot.io"
 
+// The leader election's defaults: a standby leads within about 16 s of the
+// leader's death (Kubernetes' own 15 s / 10 s / 2 s take up to 19 s), and a
+// leader that cannot renew for 8 s steps down.
+const (
+	DefaultLeaseDuration = 12 * time.Second
+	DefaultRenewDeadline = 8 * time.Second
+	DefaultRetryPeriod   = 2 * time.Second
+)
+
 // Options are the manager's command-line options.
 type Options struct {
 	MetricsBindAddress     string
@@ -64,6 +73,12 @@ type Options struct {
 	PprofBindAddress        string
 	LeaderElection          bool
 	LeaderElectionNamespace string
+	// LeaseDuration, RenewDeadline and RetryPeriod time the leader
+	// election: a standby takes over at most about LeaseDuration plus two
+	// RetryPeriods after the leader dies without releasing the Lease.
+	LeaseDuration           time.Duration
+	RenewDeadline           time.Duration
+	RetryPeriod             time.Duration
 	MaxConcurrentReconciles int
 	// KubeAPIQPS and KubeAPIBurst rate-limit the manager's requests to
 	// the API server on the client side, when KubeAPIQPS is positive.
@@ -94,6 +109,9 @@ func Default() *Options {
 		MetricsSecure:             true,
 		HealthProbeBindAddress:    ":8081",
 		LeaderElection:            InCluster(),
+		LeaseDuration:             DefaultLeaseDuration,
+		RenewDeadline:             DefaultRenewDeadline,
+		RetryPeriod:               DefaultRetryPeriod,
 		MaxConcurrentReconciles:   4,
 		KubeAPIQPS:                DefaultKubeAPIQPS,
 		KubeAPIBurst:              DefaultKubeAPIBurst,
@@ -118,6 +136,9 @@ func (o *Options) BindFlags(fs *flag.FlagSet) {
 	fs.StringVar(&o.PprofBindAddress, "pprof-bind-address", o.PprofBindAddress, "Address to serve Go's pprof profiles on, unauthenticated, e.g. 127.0.0.1:6060; empty or \"0\" disables it (the default).")
 	fs.BoolVar(&o.LeaderElection, "leader-elect", o.LeaderElection, "Elect one active manager through a Lease (default on in a cluster).")
 	fs.StringVar(&o.LeaderElectionNamespace, "leader-election-namespace", o.LeaderElectionNamespace, "Namespace of the leader election Lease (default: the manager's own namespace).")
+	fs.DurationVar(&o.LeaseDuration, "leader-elect-lease-duration", o.LeaseDuration, "How long a standby waits, after it last saw the leader renew the Lease, before it takes over.")
+	fs.DurationVar(&o.RenewDeadline, "leader-elect-renew-deadline", o.RenewDeadline, "How long the leader keeps trying to renew the Lease before it steps down (and exits); shorter than the lease duration.")
+	fs.DurationVar(&o.RetryPeriod, "leader-elect-retry-period", o.RetryPeriod, "How often the leader renews the Lease and a standby tries to take it.")
 	fs.IntVar(&o.MaxConcurrentReconciles, "max-concurrent-reconciles", o.MaxConcurrentReconciles, "How many Databases are reconciled at once.")
 	fs.Float64Var(&o.KubeAPIQPS, "kube-api-qps", o.KubeAPIQPS, "Requests per second the manager sends the API server at most, on average, per resource type; negative: no client-side limit, the API server's priority and fairness governs.")
 	fs.IntVar(&o.KubeAPIBurst, "kube-api-burst", o.KubeAPIBurst, "Requests the manager may send the API server in a burst above --kube-api-qps.")
@@ -174,6 +195,9 @@ func (o *Options) ManagerOptions() (ctrl.Options, error) {
 	if o.MaxConcurrentReconciles < 1 {
 		return ctrl.Options{}, fmt.Errorf("--max-concurrent-reconciles must be at least 1, got %d", o.MaxConcurrentReconciles)
 	}
+	if o.LeaderElection && !(o.RetryPeriod > 0 && o.RenewDeadline > o.RetryPeriod*6/5 && o.LeaseDuration > o.RenewDeadline) {
+		return ctrl.Options{}, fmt.Errorf("--leader-elect-lease-duration (%s) must exceed --leader-elect-renew-deadline (%s), which must exceed 1.2 times --leader-elect-retry-period (%s)", o.LeaseDuration, o.RenewDeadline, o.RetryPeriod)
+	}
 	scheme, err := Scheme()
 	if err != nil {
 		return ctrl.Options{}, err
@@ -212,6 +236,7 @@ func (o *Options) ManagerOptions() (ctrl.Options, error) {
 		}
 	}
 	timeout := o.GracefulShutdownTimeout
+	lease, renew, retry := o.LeaseDuration, o.RenewDeadline, o.RetryPeriod
 	return ctrl.Options{
 		Scheme:                        scheme,
 		Metrics:                       metrics,
@@ -221,6 +246,9 @@ func (o *Options) ManagerOptions() (ctrl.Options, error) {
 		LeaderElectionID:              LeaderElectionID,
 		LeaderElectionNamespace:       o.LeaderElectionNamespace,
 		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 &lease,
+		RenewDeadline:                 &renew,
+		RetryPeriod:                   &retry,
 		Cache:                         cacheOptions,
 		GracefulShutdownTimeout:       &timeout,
 	}, nil

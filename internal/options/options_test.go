@@ -4,6 +4,7 @@ import (
 	"flag"
 	"slices"
 	"testing"
+	"time"
 
 	"k8s.io/client-go/rest"
 )
@@ -84,6 +85,28 @@ func TestClientRateLimit(t *testing.T) {
 		opts.KubeAPIQPS, opts.KubeAPIBurst = c.qps, c.burst
 		if _, err := opts.ManagerOptions(); err == nil {
 			t.Errorf("accepted --kube-api-qps=%g --kube-api-burst=%d", c.qps, c.burst)
+		}
+	}
+}
+
+func TestLeaderElectionTimings(t *testing.T) {
+	fs := flag.NewFlagSet("manager", flag.ContinueOnError)
+	opts := Default()
+	opts.BindFlags(fs)
+	if err := fs.Parse([]string{"--leader-elect", "--leader-elect-lease-duration=9s", "--leader-elect-renew-deadline=6s", "--leader-elect-retry-period=1s"}); err != nil {
+		t.Fatal(err)
+	}
+	mgr, err := opts.ManagerOptions()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if *mgr.LeaseDuration != 9*time.Second || *mgr.RenewDeadline != 6*time.Second || *mgr.RetryPeriod != time.Second {
+		t.Errorf("lease %s, renew %s, retry %s; want 9s, 6s, 1s", *mgr.LeaseDuration, *mgr.RenewDeadline, *mgr.RetryPeriod)
+	}
+	for _, bad := range [][3]time.Duration{{8 * time.Second, 8 * time.Second, 2 * time.Second}, {12 * time.Second, 2 * time.Second, 2 * time.Second}, {12 * time.Second, 8 * time.Second, 0}} {
+		opts.LeaseDuration, opts.RenewDeadline, opts.RetryPeriod = bad[0], bad[1], bad[2]
+		if _, err := opts.ManagerOptions(); err == nil {
+			t.Errorf("accepted lease %s, renew %s, retry %s", bad[0], bad[1], bad[2])
 		}
 	}
 }

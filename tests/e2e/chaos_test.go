@@ -31,9 +31,10 @@ const (
 	// chaosSeedEnv replays a run: its seed is logged.
 	chaosSeedEnv = "DBPILOT_CHAOS_SEED"
 	// takeoverGoal is the longest a standby manager may take to lead after
-	// the leader is killed: the Lease's 15 s duration, its 2 s retry
-	// period, and slack for a busy machine.
-	takeoverGoal = 25 * time.Second
+	// the leader is killed (the goal): the Lease's 12 s duration,
+	// up to two 2 s retry periods (the standby's last look at the Lease,
+	// then its next try), and slack for a busy machine.
+	takeoverGoal = 20 * time.Second
 )
 
 // TestChaosManagersKilledAtRandom runs two real manager processes with

@@ -262,10 +262,17 @@ func TestCSVPermissionsAreNotWider(t *testing.T) {
 		{"create", "coordination.k8s.io", "leases", "shop"}, {"create", "apps", "deployments", own},
 		{"deletecollection", "dbpilot.io", "databasebackups", own}, {"delete", "storage.k8s.io", "storageclasses", ""},
 	}
+	// CRDs are OLM's to install and upgrade, never the operator's.
+	for _, verb := range []string{"create", "patch", "update", "delete"} {
+		denied = append(denied, [4]string{verb, "apiextensions.k8s.io", "customresourcedefinitions", ""})
+	}
 	for _, d := range denied {
 		g.Expect(can(own, d[0], d[1], d[2], d[3])).To(BeFalse(), "must not be allowed %v", d)
 	}
-	for _, d := range [][4]string{{"delete", "", "secrets", "shop"}, {"create", "", "pods", "shop"}, {"create", "dbpilot.io", "databases", "shop"}} {
+	for _, d := range [][4]string{
+		{"delete", "", "secrets", "shop"}, {"create", "", "pods", "shop"}, {"create", "dbpilot.io", "databases", "shop"},
+		{"create", "apiextensions.k8s.io", "customresourcedefinitions", ""}, {"patch", "apiextensions.k8s.io", "customresourcedefinitions", ""},
+	} {
 		g.Expect(can(all, d[0], d[1], d[2], d[3])).To(BeFalse(), "AllNamespaces must not be allowed %v", d)
 	}
 }
