@@ -57,6 +57,37 @@ const (
 	MySQLWriteCommands = "insert|insert_select|update|update_multi|delete|delete_multi|replace|replace_select"
 )
 
+// The series the alerts (config/prometheus) and the dashboards
+// (config/grafana) read besides the auto-pilot's: the kubelet's cAdvisor
+// names the container limits, the instance program serves the rest.
+const (
+	CPUQuota    = "container_spec_cpu_quota"
+	CPUPeriod   = "container_spec_cpu_period"
+	MemoryLimit = "container_spec_memory_limit_bytes"
+
+	PostgresUp = "pg_up"
+	MySQLUp    = "mysql_up"
+	// PostgresWALBytes is the size of pg_wal.
+	PostgresWALBytes = "pg_wal_size_bytes"
+	// ReplicaStreaming is 1 while a replica receives from its primary.
+	ReplicaStreaming = "dbpilot_instance_replica_streaming"
+	VolumeAvailable  = "dbpilot_instance_data_volume_available_bytes"
+	// A primary's WAL (PostgreSQL) or binary log (MariaDB, MySQL)
+	// archiving, where the Database has a backup destination.
+	ArchiveLastArchived = "dbpilot_instance_archive_last_archived_timestamp_seconds"
+	ArchiveLastFailed   = "dbpilot_instance_archive_last_failed_timestamp_seconds"
+)
+
+// Series are the names of every series above: what the auto-pilot, the
+// alerts and the dashboards read from the kubelet and the database pods
+// (tests/prometheus holds the alerts and dashboards to them).
+var Series = []string{
+	CPUSeconds, MemoryBytes, CPUQuota, CPUPeriod, MemoryLimit,
+	InstanceUp, VolumeUsed, VolumeCapacity, VolumeAvailable, ReplicaStreaming, ArchiveLastArchived, ArchiveLastFailed,
+	PostgresUp, PostgresConnections, PostgresMaxConnections, PostgresReads, PostgresInserts, PostgresUpdates, PostgresDeletes, PostgresLag, PostgresWALBytes,
+	MySQLUp, MySQLConnections, MySQLMaxConnections, MySQLCommands, MySQLLag,
+}
+
 // DefaultRateWindow is the window of every rate: long enough to hold
 // several scrapes, short enough to follow the load.
 const DefaultRateWindow = 2 * time.Minute

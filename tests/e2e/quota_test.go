@@ -91,7 +91,7 @@ func TestFailingDatabaseDoesNotStarveOthers(t *testing.T) {
 	g.Expect(attempts).To(BeNumerically("<=", 20), "with backoff, not every second")
 	// Each refused attempt is a failed pass, which the operator counts
 	// (the other tests of this process may add theirs).
-	g.Expect(gathered(g, "dbpilot_reconcile_errors_total", map[string]string{"controller": "database"}) - errorsBefore).
+	g.Expect(gathered(g, "dbpilot_reconcile_errors_total", map[string]string{"controller": "database"})-errorsBefore).
 		To(BeNumerically(">=", attempts), "dbpilot_reconcile_errors_total counts the failed passes")
 	g.Expect(slowest).To(BeNumerically("<", convergeTimeout))
 }

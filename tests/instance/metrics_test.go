@@ -135,25 +135,26 @@ func checkPostgresMetrics(t testing.TB, primary, replica metricsEndpoint, insert
 	_, families := primary.scrape(t, primary.token)
 	shop := map[string]string{"datname": "shop"}
 	got := expectSeries(t, "primary", families, map[string]map[string]string{
-		"pg_up":                                       nil,
-		promsource.PostgresConnections:                shop,
-		promsource.PostgresMaxConnections:             nil,
-		promsource.PostgresReads:                      shop,
-		promsource.PostgresInserts:                    shop,
-		promsource.PostgresUpdates:                    shop,
-		promsource.PostgresDeletes:                    shop,
-		promsource.PostgresLag:                        nil,
-		"pg_replication_is_replica":                   nil,
-		"pg_stat_replication_pg_wal_lsn_diff":         {"application_name": "db_1", "state": "streaming"},
-		"pg_wal_size_bytes":                           nil,
-		"pg_database_size_bytes":                      shop,
-		"pg_settings_shared_buffers_bytes":            nil,
-		"dbpilot_instance_is_primary":                 nil,
-		"dbpilot_instance_data_volume_used_bytes":     nil,
-		"dbpilot_instance_data_volume_capacity_bytes": nil,
+		promsource.PostgresUp:                 nil,
+		promsource.PostgresConnections:        shop,
+		promsource.PostgresMaxConnections:     nil,
+		promsource.PostgresReads:              shop,
+		promsource.PostgresInserts:            shop,
+		promsource.PostgresUpdates:            shop,
+		promsource.PostgresDeletes:            shop,
+		promsource.PostgresLag:                nil,
+		"pg_replication_is_replica":           nil,
+		"pg_stat_replication_pg_wal_lsn_diff": {"application_name": "db_1", "state": "streaming"},
+		promsource.PostgresWALBytes:           nil,
+		"pg_database_size_bytes":              shop,
+		"pg_settings_shared_buffers_bytes":    nil,
+		promsource.InstanceUp:                 nil,
+		promsource.VolumeUsed:                 nil,
+		promsource.VolumeCapacity:             nil,
+		promsource.VolumeAvailable:            nil,
 	})
-	if got["pg_up"] != 1 || got["dbpilot_instance_is_primary"] != 1 || got["pg_replication_is_replica"] != 0 {
-		t.Errorf("the primary reports pg_up %v, is_primary %v, is_replica %v", got["pg_up"], got["dbpilot_instance_is_primary"], got["pg_replication_is_replica"])
+	if got[promsource.PostgresUp] != 1 || got[promsource.InstanceUp] != 1 || got["pg_replication_is_replica"] != 0 {
+		t.Errorf("the primary reports pg_up %v, is_primary %v, is_replica %v", got[promsource.PostgresUp], got[promsource.InstanceUp], got["pg_replication_is_replica"])
 	}
 	if got[promsource.PostgresInserts] < float64(insertedRows) {
 		t.Errorf("the primary counts %v rows inserted into shop, the test inserted %d", got[promsource.PostgresInserts], insertedRows)
@@ -165,21 +166,21 @@ func checkPostgresMetrics(t testing.TB, primary, replica metricsEndpoint, insert
 		t.Errorf("settings: max_connections %v, shared_buffers %v bytes (the configuration says 32MB)",
 			got[promsource.PostgresMaxConnections], got["pg_settings_shared_buffers_bytes"])
 	}
-	if used, capacity := got["dbpilot_instance_data_volume_used_bytes"], got["dbpilot_instance_data_volume_capacity_bytes"]; used <= 0 || used > capacity {
+	if used, capacity := got[promsource.VolumeUsed], got[promsource.VolumeCapacity]; used <= 0 || used > capacity {
 		t.Errorf("data volume: %v bytes used of %v", used, capacity)
 	}
 
 	_, families = replica.scrape(t, replica.token)
 	got = expectSeries(t, "replica", families, map[string]map[string]string{
-		"pg_up":                              nil,
-		promsource.PostgresLag:               nil,
-		"pg_replication_is_replica":          nil,
-		"dbpilot_instance_is_primary":        nil,
-		"dbpilot_instance_replica_streaming": nil,
+		promsource.PostgresUp:       nil,
+		promsource.PostgresLag:      nil,
+		"pg_replication_is_replica": nil,
+		promsource.InstanceUp:       nil,
+		promsource.ReplicaStreaming: nil,
 	})
-	if got["pg_replication_is_replica"] != 1 || got["dbpilot_instance_is_primary"] != 0 || got["dbpilot_instance_replica_streaming"] != 1 {
+	if got["pg_replication_is_replica"] != 1 || got[promsource.InstanceUp] != 0 || got[promsource.ReplicaStreaming] != 1 {
 		t.Errorf("the replica reports is_replica %v, is_primary %v, streaming %v",
-			got["pg_replication_is_replica"], got["dbpilot_instance_is_primary"], got["dbpilot_instance_replica_streaming"])
+			got["pg_replication_is_replica"], got[promsource.InstanceUp], got[promsource.ReplicaStreaming])
 	}
 }
 
@@ -190,16 +191,18 @@ func checkMariaDBMetrics(t testing.TB, primary, replica metricsEndpoint, inserts
 	checkMetricsRefused(t, primary)
 	_, families := primary.scrape(t, primary.token)
 	got := expectSeries(t, "primary", families, map[string]map[string]string{
-		"mysql_up":                                       nil,
+		promsource.MySQLUp:                               nil,
 		promsource.MySQLConnections:                      nil,
 		promsource.MySQLMaxConnections:                   nil,
 		promsource.MySQLCommands:                         {"command": "insert_select"},
 		"mysql_global_variables_innodb_buffer_pool_size": nil,
-		"dbpilot_instance_is_primary":                    nil,
-		"dbpilot_instance_data_volume_used_bytes":        nil,
+		promsource.InstanceUp:                            nil,
+		promsource.VolumeUsed:                            nil,
+		promsource.VolumeCapacity:                        nil,
+		promsource.VolumeAvailable:                       nil,
 	})
-	if got["mysql_up"] != 1 || got["dbpilot_instance_is_primary"] != 1 {
-		t.Errorf("the primary reports mysql_up %v, is_primary %v", got["mysql_up"], got["dbpilot_instance_is_primary"])
+	if got[promsource.MySQLUp] != 1 || got[promsource.InstanceUp] != 1 {
+		t.Errorf("the primary reports mysql_up %v, is_primary %v", got[promsource.MySQLUp], got[promsource.InstanceUp])
 	}
 	if got[promsource.MySQLCommands] < float64(inserts) {
 		t.Errorf("the primary counts %v INSERT … SELECT statements, the test ran %d", got[promsource.MySQLCommands], inserts)
@@ -213,15 +216,15 @@ func checkMariaDBMetrics(t testing.TB, primary, replica metricsEndpoint, inserts
 
 	_, families = replica.scrape(t, replica.token)
 	got = expectSeries(t, "replica", families, map[string]map[string]string{
-		"mysql_up":                             nil,
+		promsource.MySQLUp:                     nil,
 		promsource.MySQLLag:                    nil,
 		"mysql_slave_status_slave_io_running":  nil,
 		"mysql_slave_status_slave_sql_running": nil,
-		"dbpilot_instance_is_primary":          nil,
-		"dbpilot_instance_replica_streaming":   nil,
+		promsource.InstanceUp:                  nil,
+		promsource.ReplicaStreaming:            nil,
 	})
-	if got["mysql_slave_status_slave_io_running"] != 1 || got["dbpilot_instance_is_primary"] != 0 || got["dbpilot_instance_replica_streaming"] != 1 {
+	if got["mysql_slave_status_slave_io_running"] != 1 || got[promsource.InstanceUp] != 0 || got[promsource.ReplicaStreaming] != 1 {
 		t.Errorf("the replica reports io_running %v, is_primary %v, streaming %v",
-			got["mysql_slave_status_slave_io_running"], got["dbpilot_instance_is_primary"], got["dbpilot_instance_replica_streaming"])
+			got["mysql_slave_status_slave_io_running"], got[promsource.InstanceUp], got[promsource.ReplicaStreaming])
 	}
 }
