@@ -22,6 +22,10 @@ import (
 // for inspection.
 const failedBackupsKept = 3
 
+// scheduleParser reads spec.backup.schedule: five cron fields, or six with
+// seconds first, or a macro.
+var scheduleParser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hour | cron.Dom | cron.Month | cron.Dow | cron.Descriptor)
+
 // reconcileBackups runs spec.backup: it creates a DatabaseBackup when the
 // schedule says so (none while another of the Database's backups runs: that
 // run is skipped, as a CronJob with concurrencyPolicy Forbid does), prunes
@@ -36,7 +40,7 @@ func (r *DatabaseReconciler) reconcileBackups(ctx context.Context, s *scope) (ct
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	schedule, err := cron.ParseStandard(db.Spec.Backup.Schedule)
+	schedule, err := scheduleParser.Parse(db.Spec.Backup.Schedule)
 	if err != nil {
 		// The CRD's pattern admits a few schedules the parser refuses.
 		s.backupProblem = fmt.Sprintf("spec.backup.schedule %q: %v", db.Spec.Backup.Schedule, err)

@@ -337,10 +337,12 @@ type StorageSpec struct {
 // MySQL server.
 type BackupSpec struct {
 	// schedule is when backups run, in cron format ("minute hour day-of-month
-	// month day-of-week", for example "0 */6 * * *") or a macro such as @daily.
+	// month day-of-week", for example "0 */6 * * *"), optionally with a
+	// seconds field first as CloudNativePG takes it ("30 0 */6 * * *"), or
+	// a macro such as @daily.
 	// +required
 	// +kubebuilder:validation:MaxLength=100
-	// +kubebuilder:validation:Pattern=`^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)|(\*|[0-5]?[0-9](-[0-5]?[0-9])?)(/[0-9]+)?(,(\*|[0-5]?[0-9](-[0-5]?[0-9])?)(/[0-9]+)?)* +(\*|(1?[0-9]|2[0-3])(-(1?[0-9]|2[0-3]))?)(/[0-9]+)?(,(\*|(1?[0-9]|2[0-3])(-(1?[0-9]|2[0-3]))?)(/[0-9]+)?)* +(\*|\?|([1-9]|[12][0-9]|3[01])(-([1-9]|[12][0-9]|3[01]))?)(/[0-9]+)?(,(\*|([1-9]|[12][0-9]|3[01])(-([1-9]|[12][0-9]|3[01]))?)(/[0-9]+)?)* +(\*|([1-9]|1[0-2]|[A-Za-z]{3})(-([1-9]|1[0-2]|[A-Za-z]{3}))?)(/[0-9]+)?(,(\*|([1-9]|1[0-2]|[A-Za-z]{3})(-([1-9]|1[0-2]|[A-Za-z]{3}))?)(/[0-9]+)?)* +(\*|\?|([0-7]|[A-Za-z]{3})(-([0-7]|[A-Za-z]{3}))?)(/[0-9]+)?(,(\*|([0-7]|[A-Za-z]{3})(-([0-7]|[A-Za-z]{3}))?)(/[0-9]+)?)*)$`
+	// +kubebuilder:validation:Pattern=`^(@(yearly|annually|monthly|weekly|daily|midnight|hourly)|((\*|[0-5]?[0-9](-[0-5]?[0-9])?)(/[0-9]+)?(,(\*|[0-5]?[0-9](-[0-5]?[0-9])?)(/[0-9]+)?)* +)?(\*|[0-5]?[0-9](-[0-5]?[0-9])?)(/[0-9]+)?(,(\*|[0-5]?[0-9](-[0-5]?[0-9])?)(/[0-9]+)?)* +(\*|(1?[0-9]|2[0-3])(-(1?[0-9]|2[0-3]))?)(/[0-9]+)?(,(\*|(1?[0-9]|2[0-3])(-(1?[0-9]|2[0-3]))?)(/[0-9]+)?)* +(\*|\?|([1-9]|[12][0-9]|3[01])(-([1-9]|[12][0-9]|3[01]))?)(/[0-9]+)?(,(\*|([1-9]|[12][0-9]|3[01])(-([1-9]|[12][0-9]|3[01]))?)(/[0-9]+)?)* +(\*|([1-9]|1[0-2]|[A-Za-z]{3})(-([1-9]|1[0-2]|[A-Za-z]{3}))?)(/[0-9]+)?(,(\*|([1-9]|1[0-2]|[A-Za-z]{3})(-([1-9]|1[0-2]|[A-Za-z]{3}))?)(/[0-9]+)?)* +(\*|\?|([0-7]|[A-Za-z]{3})(-([0-7]|[A-Za-z]{3}))?)(/[0-9]+)?(,(\*|([0-7]|[A-Za-z]{3})(-([0-7]|[A-Za-z]{3}))?)(/[0-9]+)?)*)$`
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Backup Schedule",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:fieldGroup:backup","urn:alm:descriptor:com.tectonic.ui:text"}
 	Schedule string `json:"schedule"`
 

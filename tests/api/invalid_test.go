@@ -40,6 +40,8 @@ func TestInvalidDatabasesAreRejected(t *testing.T) {
 		{name: "autopilot max size below size", spec: validSpec + "  autopilot: {mode: \"Off\", storage: {maxSize: 5Gi}}\n", wantField: "spec.autopilot.storage.maxSize", wantText: "must not be smaller"},
 		{name: "cron in words", spec: validSpec + "  backup: {schedule: every hour, destination: {volume: {claimName: b}}}\n", wantField: "spec.backup.schedule", wantText: "should match"},
 		{name: "cron minute out of range", spec: validSpec + "  backup: {schedule: \"61 * * * *\", destination: {volume: {claimName: b}}}\n", wantField: "spec.backup.schedule", wantText: "should match"},
+		{name: "cron with seven fields", spec: validSpec + "  backup: {schedule: \"0 0 * * * * *\", destination: {volume: {claimName: b}}}\n", wantField: "spec.backup.schedule", wantText: "should match"},
+		{name: "cron second out of range", spec: validSpec + "  backup: {schedule: \"60 0 * * * *\", destination: {volume: {claimName: b}}}\n", wantField: "spec.backup.schedule", wantText: "should match"},
 		{name: "cron with four fields", spec: validSpec + "  backup: {schedule: \"0 * * *\", destination: {volume: {claimName: b}}}\n", wantField: "spec.backup.schedule", wantText: "should match"},
 		{name: "backup with two destinations", spec: validSpec + "  backup: {schedule: \"@daily\", destination: {volume: {claimName: b}, s3: {bucket: bkt, credentialsSecretName: s}}}\n", wantField: "spec.backup.destination", wantText: "exactly one"},
 		{name: "backup without destination", spec: validSpec + "  backup: {schedule: \"@daily\", destination: {}}\n", wantField: "spec.backup.destination", wantText: "exactly one"},
@@ -122,6 +124,8 @@ func TestValidChangesAreAccepted(t *testing.T) {
 	g.Expect(unstructured.SetNestedField(obj.Object, "20Gi", "spec", "storage", "size")).To(Succeed())
 	g.Expect(unstructured.SetNestedField(obj.Object, int64(3), "spec", "replicas")).To(Succeed())
 	g.Expect(unstructured.SetNestedField(obj.Object, "large", "spec", "tier")).To(Succeed())
+	// A schedule with a seconds field first, as CloudNativePG's.
+	g.Expect(unstructured.SetNestedField(obj.Object, "30 0 */6 * * 1-5", "spec", "backup", "schedule")).To(Succeed())
 	g.Expect(k8sClient.Update(ctx, obj)).To(Succeed())
 
 	mysql := manifest(t, database("valid-mysql", "  engine: mysql\n  storage: {size: 1Gi}\n"))

@@ -83,8 +83,8 @@ func storedBackups(server *s3server.Server, prefix string) []string {
 
 // TestBackupsAndPointInTimeRestore runs backups of a two-pod Database of
 // each engine on the real node into a real S3 server: a schedule every
-// minute takes backups (from the replica) while the primary archives its
-// WAL or binary logs;
+// 15 s (a seconds field first) takes backups (from the replica) while the
+// primary archives its WAL or binary logs;
 // retention keeps 2; status.backup and the BackupSucceeded and
 // ContinuousArchiving conditions report success, and failure while the
 // server is down (with a Warning Event), and success again once it is
@@ -106,7 +106,7 @@ func testBackupsAndPointInTimeRestore(t *testing.T, tc replicationSQL) {
 	restrictedNamespace(t, ns)
 	server := startS3(t, g, ns)
 	db := twoPodDatabase(t, g, ns, tc, tc.create, func(db *dbpilotv1alpha1.Database) {
-		db.Spec.Backup = &dbpilotv1alpha1.BackupSpec{Schedule: "* * * * *", Retention: 2,
+		db.Spec.Backup = &dbpilotv1alpha1.BackupSpec{Schedule: "*/15 * * * * *", Retention: 2,
 			Destination: &dbpilotv1alpha1.BackupDestination{S3: &dbpilotv1alpha1.S3Destination{
 				Endpoint: server.Endpoint, Bucket: "backups", CredentialsSecretName: "s3-credentials"}}}
 	})
@@ -291,7 +291,7 @@ func TestBackupToTheClaimDBPilotCreates(t *testing.T) {
 	ns := "real-backup-claim"
 	tc := replicationEngines[1]
 	db := twoPodDatabase(t, g, ns, tc, tc.create, func(db *dbpilotv1alpha1.Database) {
-		db.Spec.Backup = &dbpilotv1alpha1.BackupSpec{Schedule: "* * * * *", Retention: 2}
+		db.Spec.Backup = &dbpilotv1alpha1.BackupSpec{Schedule: "*/15 * * * * *", Retention: 2}
 	})
 	tableCreated := time.Now()
 	claim := &corev1.PersistentVolumeClaim{}

@@ -30,49 +30,35 @@ import (
 )
 
 // scrapeConfigs are the Prometheus jobs of a cluster with dbpilot, as the
-// Prometheus Operator renders config/prometheus (the databases' PodMonitor
-// and the operator's ServiceMonitor) and the kubelet's usual monitors: the
+// Prometheus Operator renders config/prometheus (the databases' PodMonitor,
+// rendered from the shipped file, and the operator's ServiceMonitor) and the
+// kubelet's usual monitors: the
 // database pods' engine metrics with the namespace's token, the kubelet's
 // cAdvisor and volume stats with a client certificate, and the operator's
 // authenticated endpoint with a ServiceAccount token. Pods and nodes are
 // discovered from the API server with Kubernetes discovery's labels
 // (served over http_sd: Debian's Prometheus is built without it).
-func scrapeConfigs(discovery, namespace, dbToken, operatorToken string) string {
+func scrapeConfigs(g Gomega, discovery, namespace, dbToken, operatorToken string) string {
 	cert, key, _ := cluster.AdminCertificate()
-	return fmt.Sprintf(`- job_name: dbpilot-databases
-  scheme: https
-  tls_config: {insecure_skip_verify: true}
-  authorization: {credentials_file: %[3]s}
-  http_sd_configs:
-  - {url: '%[1]s/pods?namespace=%[2]s', refresh_interval: 5s}
-  relabel_configs:
-  - source_labels: [__meta_kubernetes_pod_label_app_kubernetes_io_managed_by, __meta_kubernetes_pod_label_app_kubernetes_io_component, __meta_kubernetes_pod_container_port_name]
-    regex: dbpilot;database;%[7]s
-    action: keep
-  - {source_labels: [__meta_kubernetes_namespace], target_label: namespace}
-  - {source_labels: [__meta_kubernetes_pod_name], target_label: pod}
-  - {source_labels: [__meta_kubernetes_pod_label_dbpilot_io_database], target_label: database}
-  - {source_labels: [__meta_kubernetes_pod_label_dbpilot_io_role], target_label: role}
-  - {source_labels: [__meta_kubernetes_pod_label_app_kubernetes_io_name], target_label: engine}
-- job_name: kubelet-cadvisor
+	return podMonitorJob(g, discovery, namespace, dbToken) + fmt.Sprintf(`- job_name: kubelet-cadvisor
   scheme: https
   metrics_path: /metrics/cadvisor
-  tls_config: {insecure_skip_verify: true, cert_file: %[4]s, key_file: %[5]s}
+  tls_config: {insecure_skip_verify: true, cert_file: %[2]s, key_file: %[3]s}
   http_sd_configs:
   - {url: '%[1]s/nodes', refresh_interval: 30s}
 - job_name: kubelet
   scheme: https
-  tls_config: {insecure_skip_verify: true, cert_file: %[4]s, key_file: %[5]s}
+  tls_config: {insecure_skip_verify: true, cert_file: %[2]s, key_file: %[3]s}
   http_sd_configs:
   - {url: '%[1]s/nodes', refresh_interval: 30s}
 - job_name: dbpilot-operator
   scheme: https
   honor_labels: true
   tls_config: {insecure_skip_verify: true}
-  authorization: {credentials_file: %[6]s}
+  authorization: {credentials_file: %[4]s}
   static_configs:
-  - targets: ['%[8]s']
-`, discovery, namespace, dbToken, cert, key, operatorToken, layout.MetricsPortName, operatorMetricsAddress)
+  - targets: ['%[5]s']
+`, discovery, cert, key, operatorToken, operatorMetricsAddress)
 }
 
 // prometheusScraper makes the ServiceAccount a Prometheus scrapes the
@@ -121,7 +107,7 @@ func startPrometheus(t *testing.T, g Gomega, namespace string) *promserver.Serve
 	t.Cleanup(func() { _ = discovery.Stop() })
 	server, err := promserver.Start(context.Background(), promserver.Config{
 		ScrapeInterval: 5 * time.Second,
-		ScrapeConfigs:  scrapeConfigs(discovery.URL, namespace, dbToken, operatorToken),
+		ScrapeConfigs:  scrapeConfigs(g, discovery.URL, namespace, dbToken, operatorToken),
 	})
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Cleanup(func() {
