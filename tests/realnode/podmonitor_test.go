@@ -26,9 +26,9 @@ type podMonitor struct {
 			MatchLabels map[string]string `json:"matchLabels"`
 		} `json:"selector"`
 		PodMetricsEndpoints []struct {
-			Port      string `json:"port"`
-			Path      string `json:"path"`
-			Scheme    string `json:"scheme"`
+			Port   string `json:"port"`
+			Path   string `json:"path"`
+			Scheme string `json:"scheme"`
 			// Interval is left to the test's Prometheus, which scrapes
 			// every 5 s to be quick.
 			Interval  string `json:"interval"`
