@@ -32,6 +32,7 @@ type Server struct {
 	// Dir holds the TSDB, the configuration and the log.
 	Dir    string
 	cmd    *exec.Cmd
+	args   []string
 	exited chan struct{}
 }
 
@@ -61,7 +62,7 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{Dir: dir, exited: make(chan struct{})}
+	s := &Server{Dir: dir}
 	fail := func(err error) (*Server, error) {
 		return nil, errors.Join(err, s.Stop())
 	}
@@ -94,48 +95,80 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		return fail(err)
 	}
 	s.URL = fmt.Sprintf("http://127.0.0.1:%d", port)
-	log, err := os.Create(filepath.Join(dir, "prometheus.log"))
-	if err != nil {
-		return fail(err)
-	}
-	s.cmd = exec.Command(PrometheusBinary,
-		"--config.file="+configPath,
-		"--storage.tsdb.path="+data,
+	s.args = []string{
+		"--config.file=" + configPath,
+		"--storage.tsdb.path=" + data,
 		fmt.Sprintf("--web.listen-address=127.0.0.1:%d", port),
 		"--storage.tsdb.retention.time=30d",
-	)
+	}
+	if err := s.run(); err != nil {
+		return fail(err)
+	}
+	return s, nil
+}
+
+// run starts the process and waits until it is ready.
+func (s *Server) run() error {
+	log, err := os.OpenFile(filepath.Join(s.Dir, "prometheus.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	s.cmd = exec.Command(PrometheusBinary, s.args...)
 	s.cmd.Stdout, s.cmd.Stderr = log, log
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := s.cmd.Start(); err != nil {
 		log.Close()
-		return fail(fmt.Errorf("starting prometheus: %w", err))
+		return fmt.Errorf("starting prometheus: %w", err)
 	}
-	go func() { _ = s.cmd.Wait(); log.Close(); close(s.exited) }()
+	exited := make(chan struct{})
+	s.exited = exited
+	cmd := s.cmd
+	go func() { _ = cmd.Wait(); log.Close(); close(exited) }()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		resp, err := http.Get(s.URL + "/-/ready")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return s, nil
+				return nil
 			}
 		}
 		select {
-		case <-s.exited:
-			out, _ := os.ReadFile(filepath.Join(dir, "prometheus.log"))
-			return fail(fmt.Errorf("prometheus exited:\n%s", out))
+		case <-exited:
+			out, _ := os.ReadFile(filepath.Join(s.Dir, "prometheus.log"))
+			return fmt.Errorf("prometheus exited:\n%s", out)
 		default:
 		}
 		if time.Now().After(deadline) {
-			return fail(fmt.Errorf("prometheus not ready after 30s"))
+			return fmt.Errorf("prometheus not ready after 30s")
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 }
 
+// Halt stops Prometheus as an outage would, keeping its data and address
+// for Resume.
+func (s *Server) Halt() error { return s.halt() }
+
+// Resume starts a halted Prometheus again, on the same address with the
+// same data, and waits until it is ready.
+func (s *Server) Resume() error {
+	if s.cmd != nil {
+		return errors.New("prometheus is running")
+	}
+	return s.run()
+}
+
 // Stop stops Prometheus (SIGTERM, then SIGKILL after 10 s) and removes its
 // directory once it has exited.
 func (s *Server) Stop() error {
+	if err := s.halt(); err != nil {
+		return err
+	}
+	return os.RemoveAll(s.Dir)
+}
+
+func (s *Server) halt() error {
 	if s.cmd != nil && s.cmd.Process != nil {
 		pgid := s.cmd.Process.Pid
 		_ = syscall.Kill(-pgid, syscall.SIGTERM)
@@ -151,5 +184,5 @@ func (s *Server) Stop() error {
 		}
 		s.cmd = nil
 	}
-	return os.RemoveAll(s.Dir)
+	return nil
 }

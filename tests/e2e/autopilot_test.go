@@ -23,7 +23,8 @@ import (
 // Prometheus scraping a synthetic exporter that turns a demand into the
 // metrics of the Database's pods. Read pressure raises replicas, write
 // pressure then raises the tier, both within the bounds; Recommend mode only
-// records; when Prometheus stops, the auto-pilot holds and says why.
+// records; when Prometheus stops, the auto-pilot holds and says why, and
+// when it is back, it acts again.
 func TestAutopilotScalesWithinBounds(t *testing.T) {
 	t.Parallel()
 	g := NewWithT(t)
@@ -35,12 +36,7 @@ func TestAutopilotScalesWithinBounds(t *testing.T) {
 	t.Cleanup(func() { _ = exporter.Stop() })
 	prom, err := promserver.Start(ctx, promserver.Config{ScrapeTargets: []string{exporter.Addr}, ScrapeInterval: time.Second})
 	g.Expect(err).NotTo(HaveOccurred())
-	stopped := false
-	t.Cleanup(func() {
-		if !stopped {
-			g.Expect(prom.Stop()).To(Succeed())
-		}
-	})
+	t.Cleanup(func() { g.Expect(prom.Stop()).To(Succeed()) })
 
 	opts := options.Default()
 	opts.WatchNamespaces = ns
@@ -144,8 +140,7 @@ func TestAutopilotScalesWithinBounds(t *testing.T) {
 	g.Expect(eventReasons(g, db)).To(ContainElement(dbpilotv1alpha1.EventReasonAutopilot))
 
 	// Prometheus goes away: the auto-pilot holds and the condition says why.
-	g.Expect(prom.Stop()).To(Succeed())
-	stopped = true
+	g.Expect(prom.Halt()).To(Succeed())
 	exporter.SetDemand(autopilot.Load{Read: 5, Write: 3})
 	g.Eventually(func(g Gomega) {
 		fetch(g, db)
@@ -162,6 +157,17 @@ func TestAutopilotScalesWithinBounds(t *testing.T) {
 		g.Expect(*statefulSetOf(g, db).Spec.Replicas).To(Equal(replicas))
 		g.Expect(db.Status.Tier).To(Equal(tier))
 	}, 5*time.Second, pollInterval).Should(Succeed())
+
+	// Prometheus is back, on the same address: the auto-pilot is ready
+	// again and acts on what it reads, the load that came meanwhile.
+	g.Expect(prom.Resume()).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		fetch(g, db)
+		g.Expect(meta.IsStatusConditionTrue(db.Status.Conditions, dbpilotv1alpha1.ConditionAutopilotReady)).To(BeTrue(), "conditions %+v", db.Status.Conditions)
+		g.Expect(*statefulSetOf(g, db).Spec.Replicas).To(Equal(int32(3)), "scaled up after the outage")
+	}, convergeTimeout, pollInterval).Should(Succeed())
+	g.Expect(gathered(g, "dbpilot_autopilot_holding", map[string]string{"namespace": ns, "database": "shop"})).To(BeZero(), "no longer holding")
+	t.Logf("after the outage: %s", db.Status.Autopilot.LastDecision.Message)
 
 	// Off clears the auto-pilot's status, and the Database goes back to its
 	// spec: 2 small pods.
