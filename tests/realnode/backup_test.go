@@ -187,6 +187,11 @@ func testBackupsAndPointInTimeRestore(t *testing.T, tc replicationSQL) {
 	g.Eventually(func() error { return k8sClient.Get(ctx, client.ObjectKeyFromObject(manual), manual) }, time.Minute, time.Second).
 		Should(MatchError(ContainSubstring("not found")))
 	g.Expect(storedBackups(server, prefix)).To(ContainElement(HavePrefix("manual-")))
+
+	// Backups, a failing store and restores wrote no secret: neither the
+	// Database's nor the store's.
+	g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(db), db)).To(Succeed())
+	expectNoInternalPasswords(g, db, server.SecretKey)
 }
 
 // lastBackupMetric is the in-process operator's

@@ -2,6 +2,7 @@ package realnode_test
 
 import (
 	"context"
+	"crypto/rand"
 	"database/sql"
 	"fmt"
 	"net"
@@ -112,8 +113,11 @@ func connectAppAt(ctx context.Context, db *dbpilotv1alpha1.Database, host string
 	if err != nil {
 		return nil, err
 	}
-	user := string(secret.Data[desired.SecretKeyUsername])
-	password := string(secret.Data[desired.SecretKeyPassword])
+	return connectWith(ctx, db, host, port, string(secret.Data[desired.SecretKeyUsername]), string(secret.Data[desired.SecretKeyPassword]))
+}
+
+// connectWith opens a session to host:port as user with password.
+func connectWith(ctx context.Context, db *dbpilotv1alpha1.Database, host string, port int, user, password string) (sqlSession, error) {
 	if db.Spec.Engine == dbpilotv1alpha1.EnginePostgres {
 		cfg, err := pgx.ParseConfig("")
 		if err != nil {
@@ -261,6 +265,45 @@ func TestDatabaseServesAndKeepsData(t *testing.T) {
 				defer session.close()
 				return session.queryInt(ctx, "SELECT SUM(id) FROM orders")
 			}, 30*time.Second, 500*time.Millisecond).Should(Equal(5050), "the rows survive the pod")
+
+			// The application password rotated by changing the Secret:
+			// the new one works, the old one no longer does, and neither
+			// appears anywhere a user or the operator writes.
+			if tc.engine == dbpilotv1alpha1.EnginePostgres {
+				former := rotateApplicationPassword(t, g, db)
+				expectNoInternalPasswords(g, db, former)
+			}
 		})
 	}
+}
+
+// rotateApplicationPassword changes the application password in the
+// credentials Secret, waits until the running engine takes the new one
+// through the -rw Service and refuses the old one, and returns the old one.
+func rotateApplicationPassword(t *testing.T, g Gomega, db *dbpilotv1alpha1.Database) string {
+	ctx := context.Background()
+	secret, err := clientset.CoreV1().Secrets(db.Namespace).Get(ctx, db.CredentialsSecretName(), metav1.GetOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	user, former := string(secret.Data[desired.SecretKeyUsername]), string(secret.Data[desired.SecretKeyPassword])
+	secret.Data[desired.SecretKeyPassword] = []byte(rand.Text())
+	_, err = clientset.CoreV1().Secrets(db.Namespace).Update(ctx, secret, metav1.UpdateOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	rotated := time.Now()
+	svc, err := clientset.CoreV1().Services(db.Namespace).Get(ctx, db.ReadWriteServiceName(), metav1.GetOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	host, port := svc.Spec.ClusterIP, int(svc.Spec.Ports[0].Port)
+	g.Eventually(func() error {
+		session, err := connectApp(ctx, db)
+		if err == nil {
+			session.close()
+		}
+		return err
+	}, 3*time.Minute, time.Second).Should(Succeed(), "the new password works once the kubelet has updated the mounted Secret")
+	t.Logf("%s: password rotated: the new one works %.1fs after the Secret changed", db.Spec.Engine, time.Since(rotated).Seconds())
+	session, err := connectWith(ctx, db, host, port, user, former)
+	if err == nil {
+		session.close()
+	}
+	g.Expect(err).To(HaveOccurred(), "the old password is refused")
+	return former
 }
