@@ -220,6 +220,9 @@ func TestPrometheusReadsTheDatabases(t *testing.T) {
 	for _, db := range []*dbpilotv1alpha1.Database{orders, carts} {
 		t.Logf("%s Available in %.0fs", db.Name, waitAvailable(g, db, 5*time.Minute).Seconds())
 	}
+	// Neither Database's pods can act on the other's instances.
+	expectActionsRefused(g, orders, carts)
+	expectActionsRefused(g, carts, orders)
 	server := startPrometheus(t, g, ns)
 
 	source, err := promsource.New(promsource.Options{URL: server.URL, RateWindow: autopilotRateWindow})
