@@ -139,6 +139,8 @@ func installAndUse(t *testing.T, operatorNS, databaseNS string) {
 	g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: operatorNS, Name: "dbpilot-controller-manager"}, deployment)).To(Succeed())
 	g.Expect(deployment.Spec.Template.Spec.Containers[0].Image).To(Equal(localimages.OperatorImage))
 	g.Expect(deployment.Status.ReadyReplicas).To(Equal(int32(1)), "the operator runs as a pod")
+	// The manager runs as non-root with a read-only root filesystem.
+	expectUnprivilegedPods(g, operatorNS, deployment.Spec.Selector.MatchLabels)
 	checkSecretAccess(g, operatorNS, databaseNS, deployment.Spec.Template.Spec.ServiceAccountName)
 
 	db := newDatabase(databaseNS, "olm", dbpilotv1alpha1.EnginePostgres, "15", 1)

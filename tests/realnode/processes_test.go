@@ -185,8 +185,15 @@ func podKilled(ctx context.Context, g Gomega, fault func(what, primary, replica 
 // Database's pods but the sandbox's: none runs as root (real or effective
 // user), and each sees its root filesystem read-only.
 func expectUnprivilegedProcesses(g Gomega, db *dbpilotv1alpha1.Database) {
+	expectUnprivilegedPods(g, db.Namespace, db.SelectorLabels())
+}
+
+// expectUnprivilegedPods checks every process (but the sandbox's pause) of
+// the pods the labels select on the host: none runs as root, and each sees
+// its root filesystem read-only.
+func expectUnprivilegedPods(g Gomega, namespace string, selector map[string]string) {
 	pods := &corev1.PodList{}
-	g.Expect(k8sClient.List(context.Background(), pods, client.InNamespace(db.Namespace), client.MatchingLabels(db.SelectorLabels()))).To(Succeed())
+	g.Expect(k8sClient.List(context.Background(), pods, client.InNamespace(namespace), client.MatchingLabels(selector))).To(Succeed())
 	g.Expect(pods.Items).NotTo(BeEmpty())
 	for i := range pods.Items {
 		checked := 0
