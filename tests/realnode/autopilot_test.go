@@ -322,6 +322,8 @@ func TestAutopilotOnRealLoad(t *testing.T) {
 		}
 		return nil
 	}, time.Minute, time.Second).Should(Succeed())
+	before, err := clientset.CoreV1().Pods(ns).Get(ctx, writes.PodName(0), metav1.GetOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
 	loadStart = time.Now()
 	writeLoad := pgbench(t, g, writes, writes.ReadWriteServiceName(),
 		"INSERT INTO events SELECT g, md5(g::text) FROM generate_series(1, 200) g;\n", "-n", "-c", "4", "-j", "2", "-T", "600")
@@ -339,9 +341,19 @@ func TestAutopilotOnRealLoad(t *testing.T) {
 		g.Expect(n).To(Equal(1))
 		return cpu
 	}, 3*time.Minute, time.Second).Should(Equal("1"))
+	applied := autopilotEvent(g, writes, "Applies")
 	t.Logf("autopilot writes: load start -> decision %.0fs -> medium pod ready %.0fs; %s",
-		decided.Sub(loadStart).Seconds(), time.Since(decided).Seconds(), autopilotEvent(g, writes, "Applies"))
+		decided.Sub(loadStart).Seconds(), time.Since(decided).Seconds(), applied)
 	writeLoad.stop()
+	// The Event carries the numbers the decision was made on.
+	g.Expect(applied).To(MatchRegexp(`primary at \d+%.* of target \d+%.*write load \d+\.\d+`))
+	// The primary-safe path: the lone pod grew in place, the same pod,
+	// never restarted, still the primary.
+	after, err := clientset.CoreV1().Pods(ns).Get(ctx, writes.PodName(0), metav1.GetOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(after.UID).To(Equal(before.UID), "the pod was not recreated")
+	g.Expect(restartCount(*after)).To(Equal(restartCount(*before)), "no container restarted")
+	g.Expect(writes.Status.CurrentPrimary).To(Equal(writes.PodName(0)))
 
 	checkDashboards(t, g, server, began, reads, writes)
 
