@@ -157,8 +157,16 @@ func autopilotEvent(g Gomega, db *dbpilotv1alpha1.Database, verb string) string 
 // replica bounds: when it would first have scaled up, and to how many
 // pods.
 func hpaWould(g Gomega, server *promserver.Server, db *dbpilotv1alpha1.Database, from, to time.Time, replicas int32) string {
-	expr := fmt.Sprintf(`avg(rate(%s{namespace=%q, pod=~"%s-[0-9]+", container=%q}[%s])) / 0.5`,
-		promsource.CPUSeconds, db.Namespace, db.Name, promsource.DatabaseContainer, model.Duration(autopilotRateWindow))
+	// The pods' CPU request is their tier's CPU, as the StatefulSet sets
+	// it: the spec's (the auto-pilot never edits it), small by default.
+	tier := db.Spec.Tier
+	if tier == "" {
+		tier = dbpilotv1alpha1.TierSmall
+	}
+	size, ok := tier.Size()
+	g.Expect(ok).To(BeTrue(), "tier %q", tier)
+	expr := fmt.Sprintf(`avg(rate(%s{namespace=%q, pod=~"%s-[0-9]+", container=%q}[%s])) / %g`,
+		promsource.CPUSeconds, db.Namespace, db.Name, promsource.DatabaseContainer, model.Duration(autopilotRateWindow), size.CPU.AsApproximateFloat64())
 	value, _, err := prometheusAPI(g, server).QueryRange(context.Background(), expr, promv1.Range{Start: from, End: to, Step: 15 * time.Second})
 	g.Expect(err).NotTo(HaveOccurred())
 	matrix, _ := value.(model.Matrix)
@@ -344,6 +352,7 @@ func TestAutopilotOnRealLoad(t *testing.T) {
 	applied := autopilotEvent(g, writes, "Applies")
 	t.Logf("autopilot writes: load start -> decision %.0fs -> medium pod ready %.0fs; %s",
 		decided.Sub(loadStart).Seconds(), time.Since(decided).Seconds(), applied)
+	t.Logf("hpa on the same CPU: %s (it changes replicas only, here bound to 1, never the tier)", hpaWould(g, server, writes, loadStart, decided, 1))
 	writeLoad.stop()
 	// The Event carries the numbers the decision was made on.
 	g.Expect(applied).To(MatchRegexp(`primary at \d+%.* of target \d+%.*write load \d+\.\d+`))
