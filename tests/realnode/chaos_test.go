@@ -155,7 +155,7 @@ func TestOperatorKilledLosesNoCommittedRow(t *testing.T) {
 	caughtUp := func(name string) {
 		g.Eventually(func(g Gomega) {
 			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(db), db)).To(Succeed())
-			g.Expect(db.Status.Instances).To(ContainElement(dbpilotv1alpha1.InstanceStatus{Name: name, Role: "replica", Ready: true, Replicating: true, LagSeconds: ptr.To[int64](0)}))
+			g.Expect(db.Status.Instances).To(ContainElement(caughtUpReplica(name)))
 		}, 3*time.Minute, time.Second).Should(Succeed())
 	}
 	switchTo := func(name string) func(db *dbpilotv1alpha1.Database) {
