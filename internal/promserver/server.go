@@ -146,10 +146,6 @@ func (s *Server) run() error {
 	}
 }
 
-// Halt stops Prometheus as an outage would, keeping its data and address
-// for Resume.
-func (s *Server) Halt() error { return s.halt() }
-
 // Resume starts a halted Prometheus again, on the same address with the
 // same data, and waits until it is ready.
 func (s *Server) Resume() error {
@@ -159,16 +155,17 @@ func (s *Server) Resume() error {
 	return s.run()
 }
 
-// Stop stops Prometheus (SIGTERM, then SIGKILL after 10 s) and removes its
-// directory once it has exited.
+// Stop halts Prometheus and removes its directory once it has exited.
 func (s *Server) Stop() error {
-	if err := s.halt(); err != nil {
+	if err := s.Halt(); err != nil {
 		return err
 	}
 	return os.RemoveAll(s.Dir)
 }
 
-func (s *Server) halt() error {
+// Halt stops Prometheus (SIGTERM, then SIGKILL after 10 s) as an outage
+// would, keeping its data and address for Resume.
+func (s *Server) Halt() error {
 	if s.cmd != nil && s.cmd.Process != nil {
 		pgid := s.cmd.Process.Pid
 		_ = syscall.Kill(-pgid, syscall.SIGTERM)

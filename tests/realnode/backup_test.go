@@ -3,7 +3,6 @@ package realnode_test
 import (
 	"context"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -172,7 +171,7 @@ func testBackupsAndPointInTimeRestore(t *testing.T, tc replicationSQL) {
 		g.Expect(manual.Status.Phase).To(Equal(dbpilotv1alpha1.BackupPhaseCompleted), manual.Status.Message)
 	}, 3*time.Minute, time.Second).Should(Succeed())
 	// The DatabaseBackup controller's passes are timed under its own name.
-	g.Expect(operatorSeries(g, "dbpilot_reconcile_duration_seconds", map[string]string{"controller": "databasebackup", "result": "requeue"}).GetHistogram().GetSampleCount()).
+	g.Expect(value(operatorFamilies(g), "dbpilot_reconcile_duration_seconds", map[string]string{"controller": "databasebackup", "result": "requeue"})).
 		To(BeNumerically(">", 0), "the DatabaseBackup controller's passes while the backup ran")
 	instant, sumAtInstant, sumAtEnd := batchesAround(t, g, db, tc)
 
@@ -197,30 +196,19 @@ func testBackupsAndPointInTimeRestore(t *testing.T, tc replicationSQL) {
 // lastBackupMetric is the in-process operator's
 // dbpilot_backup_last_success_timestamp_seconds of db.
 func lastBackupMetric(g Gomega, db *dbpilotv1alpha1.Database) float64 {
-	return operatorSeries(g, "dbpilot_backup_last_success_timestamp_seconds",
-		map[string]string{"namespace": db.Namespace, "database": db.Name, "engine": string(db.Spec.Engine)}).GetGauge().GetValue()
+	return value(operatorFamilies(g), "dbpilot_backup_last_success_timestamp_seconds",
+		map[string]string{"namespace": db.Namespace, "database": db.Name, "engine": string(db.Spec.Engine)})
 }
 
-// operatorSeries is the in-process operator's series name with exactly
-// these labels, or nil.
-func operatorSeries(g Gomega, name string, want map[string]string) *dto.Metric {
+// operatorFamilies are the in-process operator's series, by name.
+func operatorFamilies(g Gomega) map[string]*dto.MetricFamily {
 	families, err := metrics.Registry.Gather()
 	g.Expect(err).NotTo(HaveOccurred())
+	byName := map[string]*dto.MetricFamily{}
 	for _, f := range families {
-		if f.GetName() != name {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			if maps.Equal(labels, want) {
-				return m
-			}
-		}
+		byName[f.GetName()] = f
 	}
-	return nil
+	return byName
 }
 
 // batchesAround writes two batches of rows through -rw with an instant

@@ -174,7 +174,7 @@ func testFailover(t *testing.T, tc replicationSQL, createWrites, insert, countWr
 		g.Expect(eventNote(g, ns, dbpilotv1alpha1.EventReasonFailedOver)).To(ContainSubstring(promoted + " replaced " + former))
 	}, 2*time.Minute, 250*time.Millisecond).Should(Succeed())
 	t.Logf("%s: %s promoted and serving %.1fs after the primary's pod was killed", tc.engine, promoted, time.Since(killed).Seconds())
-	g.Expect(operatorSeries(g, "dbpilot_failovers_total", map[string]string{"namespace": ns, "database": db.Name, "engine": string(tc.engine)}).GetCounter().GetValue()).
+	g.Expect(value(operatorFamilies(g), "dbpilot_failovers_total", map[string]string{"namespace": ns, "database": db.Name, "engine": string(tc.engine)})).
 		To(Equal(1.0), "dbpilot_failovers_total counts the failover")
 
 	// The former primary returns as a replica of the new one and has every
