@@ -20,6 +20,11 @@ const (
 	// fitted: CPU is averaged over a rate window and read a scrape late, so
 	// samples just after a change mix two sizes.
 	learnSettle = 2 * time.Minute
+	// MaxReplayShare is the most of a write's cost a replica is taken to
+	// pay replaying it. A fit above it is clamped: replicas that pay nearly
+	// as much as the primary leave the primary's excess, from which the
+	// write load is estimated, too small to measure.
+	MaxReplayShare = 0.8
 )
 
 // LearnModel fits the replay share to the Database's history. In every
@@ -28,7 +33,7 @@ const (
 // replica's is x·writes + b·reads of its rates (once the size has run for
 // learnSettle), where a is the cost of
 // executing a write, b of serving a read and x of replaying a write; the
-// share is x/a. The fit is least squares over every pod of every usable
+// share is x/a, at most MaxReplayShare. The fit is least squares over every pod of every usable
 // sample. The per-pod read rates tell reads from writes once the mix or the
 // number of pods has changed; until then, or when the fit is too uncertain,
 // the model is Assumed.
@@ -42,7 +47,12 @@ func LearnModel(history []Sample) Model {
 		if i == 0 || s.Replicas != history[i-1].Replicas || s.Tier != history[i-1].Tier {
 			since = s.Time
 		}
-		if s.Time.Sub(since) < learnSettle || !complete(s) || s.Replicas < 2 || saturatedPod(s) {
+		if saturatedPod(s) {
+			// A saturated pod's CPU is capped, and so is every sample
+			// whose rate window reaches back to it.
+			since = s.Time
+		}
+		if s.Time.Sub(since) < learnSettle || !complete(s) || s.Replicas < 2 {
 			continue
 		}
 		c, cores := Capacity(s.Tier), cpuCores(s.Tier)
@@ -115,7 +125,7 @@ func LearnModel(history []Sample) Model {
 	if !(math.Sqrt(math.Max(0, shareVariance)) <= maxShareError) || math.IsNaN(share) { // also NaN
 		return Assumed
 	}
-	return Model{ReplayShare: math.Max(0, math.Min(1, share))}
+	return Model{ReplayShare: math.Max(0, math.Min(MaxReplayShare, share))}
 }
 
 // saturatedPod reports whether a pod of the sample runs at its CPU limit,

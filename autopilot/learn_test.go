@@ -98,17 +98,63 @@ func TestLearnModelSkipsSamplesRightAfterAChange(t *testing.T) {
 
 // TestDecideUsesTheLearntShare: the share shows in the decision's signals,
 // and a write load that replicas replaying at 0.3 could carry calls for a
-// bigger tier when they replay at 0.9.
+// bigger tier when they replay at 0.8.
 func TestDecideUsesTheLearntShare(t *testing.T) {
 	decide := func(share float64) Decision {
 		history := phases(share, dbpilotv1alpha1.TierMedium, [3]float64{2, 60, 40}, [3]float64{3, 60, 40}, [3]float64{3, 100, 40})
 		return Decide(Input{Now: now, Policy: policy(), Current: Current{Replicas: 3, Tier: dbpilotv1alpha1.TierMedium, StorageBytes: 10 * gib}, History: history})
 	}
-	light, heavy := decide(0.1), decide(0.9)
-	if light.Signals["replayShare"] != 0.1 || heavy.Signals["replayShare"] != 0.9 {
+	light, heavy := decide(0.1), decide(0.8)
+	if light.Signals["replayShare"] != 0.1 || heavy.Signals["replayShare"] != 0.8 {
 		t.Fatalf("replay shares in the signals: %v and %v", light.Signals["replayShare"], heavy.Signals["replayShare"])
 	}
 	if light.Signals["replicaUtilization"] >= heavy.Signals["replicaUtilization"] {
-		t.Errorf("replica utilization %.2f at share 0.1, %.2f at 0.9", light.Signals["replicaUtilization"], heavy.Signals["replicaUtilization"])
+		t.Errorf("replica utilization %.2f at share 0.1, %.2f at 0.8", light.Signals["replicaUtilization"], heavy.Signals["replicaUtilization"])
+	}
+}
+
+// TestLearnModelSkipsSamplesWhoseRateWindowSawSaturation: CPU is averaged
+// over a rate window, so the samples after a saturated one still show
+// capped CPU: here every pod at the same capped level, which a fit would
+// read as replicas replaying writes at the primary's full cost.
+func TestLearnModelSkipsSamplesWhoseRateWindowSawSaturation(t *testing.T) {
+	var history []Sample
+	at := now.Add(-time.Hour)
+	for i := range 240 {
+		readRate := 50 + float64(i%7)*10
+		s := replaying(at, 2, dbpilotv1alpha1.TierMedium, 40, readRate, 0.3)
+		for j := range s.Pods {
+			// Capped: the same on every pod, following the reads.
+			s.Pods[j].CPUCores = 0.4 + 0.004*readRate
+			if i%8 == 0 {
+				s.Pods[j].CPUCores = 1 // a medium pod has 1 core
+			}
+		}
+		history = append(history, s)
+		at = at.Add(15 * time.Second)
+	}
+	if got := LearnModel(history); got != Assumed {
+		t.Errorf("learnt %+v from capped samples, want %+v", got, Assumed)
+	}
+}
+
+func TestLearnModelClampsTheShare(t *testing.T) {
+	history := phases(0.95, dbpilotv1alpha1.TierLarge, [3]float64{2, 100, 200}, [3]float64{3, 100, 200}, [3]float64{4, 100, 200})
+	if got := LearnModel(history).ReplayShare; got != MaxReplayShare {
+		t.Errorf("learnt %.3f, want it clamped to %.2f", got, MaxReplayShare)
+	}
+}
+
+// TestEstimateLoadStaysFiniteForAnyShare: replicas as busy as the primary
+// leave nothing to divide by at a share of 1.
+func TestEstimateLoadStaysFiniteForAnyShare(t *testing.T) {
+	s := replaying(now, 2, dbpilotv1alpha1.TierMedium, 40, 100, 1)
+	for _, share := range []float64{1, 2, math.Inf(1)} {
+		load := Model{ReplayShare: share}.EstimateLoad(s)
+		for name, v := range map[string]float64{"write": load.Write, "read": load.Read} {
+			if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
+				t.Errorf("share %v: %s load %v", share, name, v)
+			}
+		}
 	}
 }

@@ -149,8 +149,11 @@ func (m Model) EstimateLoad(s Sample) Load {
 	if replicaReads > 0 {
 		evenShare = math.Min(1, primaryReads/(replicaReads/k))
 	}
-	write := math.Max(0, (primary-evenShare*replica)*c/(1-evenShare*m.ReplayShare))
-	perReplica := math.Max(0, replica*c-m.ReplayShare*write)
+	// The share is clamped as LearnModel clamps it, so the division
+	// stays finite whatever Model it is called on.
+	share := math.Max(0, math.Min(MaxReplayShare, m.ReplayShare))
+	write := math.Max(0, (primary-evenShare*replica)*c/(1-evenShare*share))
+	perReplica := math.Max(0, replica*c-share*write)
 	even, replicaOnly := evenShare*perReplica, (1-evenShare)*perReplica*k
 	load := Load{Write: write, Read: even*n + replicaOnly}
 	if load.Read > 0 {
