@@ -130,8 +130,12 @@ func decideUp(d Decision, in Input, m Model, cur Size, load, ahead, trend Load, 
 	}
 	// Saturated pods hide how much more they are asked for: size for more,
 	// so the step is big enough.
-	sizing := Unmasked(ahead, in.History[len(in.History)-1])
-	next, byReplicas := upSteps(m, sizing, p, cur)
+	latest := in.History[len(in.History)-1]
+	sizing := Unmasked(ahead, latest)
+	// A lone pod's tier step costs two pods of the new tier; replicas of
+	// its own tier may serve for less, unless it is saturated and the load
+	// they are sized for is a guess.
+	next, byReplicas := upSteps(m, sizing, p, cur, pairsLonePod(in, cur) && !saturatedPod(latest))
 	if (memoryBreach || connectionBreach) && !measuredBreach && !predictedBreach && cur.Tier.Index() < p.MaxTier.Index() {
 		// Memory or connections, not CPU: only a bigger tier brings more.
 		next.Tier = dbpilotv1alpha1.TierAt(cur.Tier.Index() + 1)
@@ -160,7 +164,7 @@ func decideUp(d Decision, in Input, m Model, cur Size, load, ahead, trend Load, 
 		return hold(d, ReasonAtBounds, fmt.Sprintf("Above target (%s) but already at the most the bounds allow: %d %s pods", reason, p.MaxReplicas, p.MaxTier)), true
 	}
 	note := ""
-	if next.Tier != cur.Tier && cur.Replicas == 1 && p.MaxReplicas > 1 && !in.Current.InPlaceResize {
+	if next.Tier != cur.Tier && pairsLonePod(in, cur) {
 		// A lone pod's new tier would restart it with nothing to switch
 		// over to: add a replica of the new tier with it, which clones
 		// while the pod serves; the primary then switches over to it
@@ -191,10 +195,16 @@ func decideUp(d Decision, in Input, m Model, cur Size, load, ahead, trend Load, 
 // half the current ones: the pods a bigger tier makes unneeded go only once
 // it has rolled out (the reconciler keeps them until then), so capacity
 // never dips. Otherwise it is as few more replicas (at most double) as fit.
-func upSteps(m Model, load Load, p Policy, cur Size) (next, byReplicas Size) {
+// When the tier step is paired (it brings a replica of the new tier, two
+// bigger pods in all), replicas of the current tier that fit for no more
+// are the step instead.
+func upSteps(m Model, load Load, p Policy, cur Size, paired bool) (next, byReplicas Size) {
 	global, _ := m.Cheapest(load, p, cur, p.CPUTarget)
 	more, fit := m.Cheapest(load, stepPolicy(p, cur, cur.Tier), cur, p.CPUTarget)
 	if global.Tier.Index() <= cur.Tier.Index() {
+		return more, more
+	}
+	if paired && fit && more.Cost() <= 2*Capacity(dbpilotv1alpha1.TierAt(cur.Tier.Index()+1)) {
 		return more, more
 	}
 	// Waiting for a tier, replicas are worth adding only if they are
@@ -210,6 +220,13 @@ func upSteps(m Model, load Load, p Policy, cur Size) (next, byReplicas Size) {
 	}
 	next, _ = m.Cheapest(load, step, cur, p.CPUTarget)
 	return next, byReplicas
+}
+
+// pairsLonePod reports whether a tier change of cur must bring a replica of
+// the new tier: one pod, which cannot resize in place, would otherwise
+// restart with nothing to switch over to.
+func pairsLonePod(in Input, cur Size) bool {
+	return cur.Replicas == 1 && in.Policy.MaxReplicas > 1 && !in.Current.InPlaceResize
 }
 
 // stepPolicy bounds a scale-up step from cur: tier t, and from the current

@@ -248,12 +248,13 @@ func TestDecide(t *testing.T) {
 				var h []Sample
 				for i := range 25 {
 					at := now.Add(time.Duration(i-24) * 15 * time.Second)
-					h = append(h, sample(at, oneLarge, Load{Write: 1.0 + 0.06*float64(i), Read: 0.5}, 0.5))
+					h = append(h, sample(at, oneLarge, Load{Write: 0.4 + 0.09*float64(i), Read: 0.5}, 0.5))
 				}
 				return input(oneLarge, h)
 			}(),
 			// A replica of the new tier comes with it, for the lone
-			// primary to switch over to.
+			// primary to switch over to. (A replica of this tier would
+			// not relieve a primary busy with writes.)
 			action: ActionTierUp, reason: ReasonPredicted, replicas: 2, tier: dbpilotv1alpha1.TierXLarge, metricsOK: true,
 		},
 	}
@@ -461,7 +462,7 @@ func TestLonePodIsNeverRestartedForATier(t *testing.T) {
 	oneLarge := Size{Replicas: 1, Tier: dbpilotv1alpha1.TierLarge}
 	var rising []Sample
 	for i := range 25 {
-		rising = append(rising, sample(now.Add(time.Duration(i-24)*15*time.Second), oneLarge, Load{Write: 1.0 + 0.06*float64(i), Read: 0.5}, 0.5))
+		rising = append(rising, sample(now.Add(time.Duration(i-24)*15*time.Second), oneLarge, Load{Write: 0.4 + 0.09*float64(i), Read: 0.5}, 0.5))
 	}
 	up := input(oneLarge, rising)
 	if d := Decide(up); d.Replicas != 2 || d.Tier != dbpilotv1alpha1.TierXLarge || !strings.Contains(d.Message, "switch over") {
@@ -484,6 +485,22 @@ func TestLonePodIsNeverRestartedForATier(t *testing.T) {
 	quiet.Policy.MaxReplicas = 1
 	if d := Decide(quiet); d.Action != ActionHold || d.Tier != dbpilotv1alpha1.TierLarge {
 		t.Errorf("down with one pod allowed: got %s to %d %s, want a hold", d.Action, d.Replicas, d.Tier)
+	}
+}
+
+// TestLonePodTakesTheCheaperStep: a lone pod's tier step brings a replica
+// of the new tier, so it costs two bigger pods; a replica of its own tier
+// that serves the load is half that. Saturated, the pod hides how much more
+// it is asked for, and the bigger step stays.
+func TestLonePodTakesTheCheaperStep(t *testing.T) {
+	oneMedium := Size{Replicas: 1, Tier: dbpilotv1alpha1.TierMedium}
+	busy := input(oneMedium, steady(oneMedium, Load{Write: 0.8, Read: 0.9}, 5*time.Minute))
+	if d := Decide(busy); d.Action != ActionScaleUp || d.Replicas != 2 || d.Tier != dbpilotv1alpha1.TierMedium {
+		t.Errorf("at 85%%: got %s to %d %s (%s), want 2 medium pods", d.Action, d.Replicas, d.Tier, d.Message)
+	}
+	saturated := input(oneMedium, steady(oneMedium, Load{Write: 0.1, Read: 2.5}, 5*time.Minute))
+	if d := Decide(saturated); d.Action != ActionTierUp || d.Replicas != 2 || d.Tier != dbpilotv1alpha1.TierLarge {
+		t.Errorf("saturated: got %s to %d %s (%s), want 2 large pods", d.Action, d.Replicas, d.Tier, d.Message)
 	}
 }
 

@@ -45,7 +45,7 @@ func TestReadTraceGapsKeepDemand(t *testing.T) {
 
 // TestShippedSuiteInvariants replays the shipped traces and checks the
 // goals, which are deterministic: the auto-pilot never flaps, stays within
-// bounds, overloads far less than the HPA and costs at most 90 % of it.
+// bounds, overloads far less than the HPA and costs at most 88 % of it.
 // `make bench-autopilot` prints the figures.
 func TestShippedSuiteInvariants(t *testing.T) {
 	traces, err := ReadSuite("testdata")
@@ -71,8 +71,8 @@ func TestShippedSuiteInvariants(t *testing.T) {
 	if ratio := total.OverloadRatio(); ratio > 0.25 {
 		t.Errorf("overload ratio %.3f, want at most 0.25", ratio)
 	}
-	if ratio := total.CostRatio(); ratio > 0.9 {
-		t.Errorf("cost ratio %.3f, want at most 0.9", ratio)
+	if ratio := total.CostRatio(); ratio > 0.88 {
+		t.Errorf("cost ratio %.4f, want at most 0.88", ratio)
 	}
 	if n := total.Autopilot.UnswitchedPrimaryRestarts; n != 0 {
 		t.Errorf("%d primaries restarted without a switchover", n)
@@ -184,7 +184,7 @@ func TestRestartingPodServesNothing(t *testing.T) {
 
 // TestShippedWorldsOverloadLessThanHPA replays the suite in every shipped
 // world: the auto-pilot, which learns each world only from its metrics,
-// overloads at most 30 % of what the HPA does, stays within bounds, never
+// overloads at most 30 % of what the HPA does, never flaps, stays within bounds, never
 // restarts a primary that a replica could have taken over from, and against
 // the HPA with a VPA overloads less, leaves writes unavailable for less
 // time and costs no more.
@@ -204,6 +204,9 @@ func TestShippedWorldsOverloadLessThanHPA(t *testing.T) {
 		for _, trace := range traces {
 			cmp := Compare(trace, ConfigFor(world.World))
 			total = total.Add(cmp)
+			if cmp.Autopilot.Flaps != 0 {
+				t.Errorf("%s, %s: the auto-pilot flapped %d times", world.Name, trace.Name, cmp.Autopilot.Flaps)
+			}
 			for _, p := range cmp.Autopilot.Timeline {
 				if p.Replicas < Bounds.MinReplicas || p.Replicas > Bounds.MaxReplicas || p.Tier.Index() < 0 {
 					t.Fatalf("%s, %s at %.0f s: %d %s pods is outside the bounds", world.Name, trace.Name, p.Seconds, p.Replicas, p.Tier)
