@@ -69,13 +69,42 @@ func (m Model) loadTrend(history []Sample, now time.Time, skip span) (Load, bool
 		Write: sustainedSlope(ts, ws, half),
 		Read:  sustainedSlope(ts, rs, half),
 	}
-	if trend.Write*span < minTrendRise*mean(ws) {
+	if trend.Write*span < minTrendRise*mean(ws) || !significantRise(ts, ws) {
 		trend.Write = 0
 	}
-	if trend.Read*span < minTrendRise*mean(rs) {
+	if trend.Read*span < minTrendRise*mean(rs) || !significantRise(ts, rs) {
 		trend.Read = 0
 	}
 	return trend, true
+}
+
+// minTrendSignificance is how many standard errors the slope fitted over
+// the whole window must lie above zero for a rise to count: load estimated
+// from noisy CPU rises in both halves of a window often enough by chance.
+const minTrendSignificance = 3.0
+
+// significantRise reports whether the least-squares slope of y over x lies
+// minTrendSignificance standard errors above zero.
+func significantRise(x, y []float64) bool {
+	n := float64(len(x))
+	if n < 3 {
+		return false
+	}
+	b := slope(x, y)
+	mx, my := mean(x), mean(y)
+	var sxx, rss float64
+	for i := range x {
+		sxx += (x[i] - mx) * (x[i] - mx)
+	}
+	for i := range x {
+		r := y[i] - my - b*(x[i]-mx)
+		rss += r * r
+	}
+	if sxx == 0 {
+		return false
+	}
+	se := math.Sqrt(rss / (n - 2) / sxx)
+	return b > minTrendSignificance*se
 }
 
 // span is the time from From up to To; a zero From is the beginning of time.
