@@ -20,6 +20,15 @@ func Compare(trace Trace, cfg Config) Comparison {
 	return c
 }
 
+// CompareSuite replays every trace in cfg and sums the comparisons.
+func CompareSuite(traces []Trace, cfg Config) Comparison {
+	var total Comparison
+	for _, trace := range traces {
+		total = total.Add(Compare(trace, cfg))
+	}
+	return total
+}
+
 // Add sums two comparisons (timelines are not kept).
 func (c Comparison) Add(o Comparison) Comparison {
 	add := func(a, b Result) Result {

@@ -1,8 +1,9 @@
 // Command sim replays load traces through dbpilot's auto-pilot and through
 // the Kubernetes HPA algorithm, and prints, per trace and summed over all,
 // overloaded pod-seconds, cost and flaps. `go run ./autopilot/cmd/sim
-// [--world FILE] [TRACE.csv ...]`; without traces it runs the shipped suite,
-// without a world file the default world.
+// [--world FILE] [--seeds N] [TRACE.csv ...]`; without traces it runs the
+// shipped suite, without a world file the default world; with N seeds, the
+// suite once per noise seed and the summary over all of them.
 package main
 
 import (
@@ -10,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/dbpilot/dbpilot/autopilot/sim"
@@ -19,6 +21,7 @@ func main() {
 	suite := flag.String("suite", filepath.Join("autopilot", "sim", "testdata"), "Directory of the default trace suite.")
 	chartDir := flag.String("charts", "", "Directory to write one SVG chart per trace into (none when empty).")
 	worldFile := flag.String("world", "", "World file (JSON, see autopilot/sim/README.md); the default world when empty.")
+	seeds := flag.Int("seeds", 1, "Run the suite with this many noise seeds, from the world's seed on, and print each seed's summary and the summary of all (no table, no charts).")
 	flag.Parse()
 
 	world := sim.DefaultWorld()
@@ -49,6 +52,23 @@ func main() {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
+	}
+
+	if *seeds < 1 {
+		fmt.Fprintln(os.Stderr, "--seeds must be at least 1")
+		os.Exit(1)
+	}
+	if *seeds > 1 {
+		var all sim.Comparison
+		for i := range *seeds {
+			seeded := world
+			seeded.Seed = world.Seed + uint64(i)
+			total := sim.CompareSuite(traces, sim.ConfigFor(seeded))
+			fmt.Printf("seed %d: %s\n", seeded.Seed, strings.SplitN(total.Summary(), "\n", 2)[0])
+			all = all.Add(total)
+		}
+		fmt.Println(all.Summary())
+		return
 	}
 
 	cfg := sim.ConfigFor(world)
