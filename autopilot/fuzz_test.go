@@ -10,15 +10,20 @@ import (
 )
 
 // FuzzDecide feeds the engine arbitrary loads, sizes, bounds and metrics
-// (including NaN, infinities, negative numbers and missing pods) and checks
+// (including NaN, infinities, negative numbers and missing pods; a mix of
+// reads and writes that changes, so the replay share is learnt; replicas'
+// CPU at any share of the primary's, as busy as it included) and checks
 // that every decision lies within the bounds, moves one step at most, has no
 // NaN or negative number, never shrinks storage, and is the same for the same
 // input.
 func FuzzDecide(f *testing.F) {
-	f.Add(int8(2), int8(1), int8(1), int8(8), int8(0), int8(4), 1.0, 2.0, 0.5, 0.9, int16(40), uint8(0))
-	f.Add(int8(1), int8(0), int8(1), int8(1), int8(0), int8(0), 100.0, 0.0, 0.99, 0.1, int16(2), uint8(3))
-	f.Add(int8(9), int8(4), int8(2), int8(5), int8(1), int8(3), math.NaN(), math.Inf(1), -1.0, 2.0, int16(80), uint8(7))
-	f.Fuzz(func(t *testing.T, replicas, tier, minReplicas, maxReplicas, minTier, maxTier int8, write, read, volume, jitter float64, samples int16, drop uint8) {
+	f.Add(int8(2), int8(1), int8(1), int8(8), int8(0), int8(4), 1.0, 2.0, 0.5, 0.9, int16(40), uint8(0), 0.0)
+	f.Add(int8(1), int8(0), int8(1), int8(1), int8(0), int8(0), 100.0, 0.0, 0.99, 0.1, int16(2), uint8(3), 0.0)
+	f.Add(int8(9), int8(4), int8(2), int8(5), int8(1), int8(3), math.NaN(), math.Inf(1), -1.0, 2.0, int16(80), uint8(7), 0.0)
+	// Replicas as busy as the primary while the mix changes: a fit reads
+	// a replay share of 1.
+	f.Add(int8(2), int8(2), int8(1), int8(8), int8(0), int8(4), 0.4, 1.6, 0.5, 0.5, int16(240), uint8(0), 1.0)
+	f.Fuzz(func(t *testing.T, replicas, tier, minReplicas, maxReplicas, minTier, maxTier int8, write, read, volume, jitter float64, samples int16, drop uint8, replicaCPU float64) {
 		p := policy()
 		p.MinReplicas = int32(clampInt(int(minReplicas), 1, 16))
 		p.MaxReplicas = int32(clampInt(int(maxReplicas), int(p.MinReplicas), 16))
@@ -32,7 +37,13 @@ func FuzzDecide(f *testing.F) {
 		for i := range n {
 			at := now.Add(time.Duration(i-n+1) * 15 * time.Second)
 			scale := 1 + jitter*math.Sin(float64(i))
-			s := sample(at, cur, Load{Write: write * scale, Read: read * scale}, volume)
+			s := sample(at, cur, Load{Write: write * scale, Read: read * (1 + jitter*math.Cos(0.3*float64(i)))}, volume)
+			if replicaCPU > 0 {
+				// Replicas at replicaCPU times the primary's CPU.
+				for j := 1; j < len(s.Pods); j++ {
+					s.Pods[j].CPUCores = replicaCPU * s.Pods[0].CPUCores
+				}
+			}
 			if drop > 0 && i%(int(drop)+1) == 0 && len(s.Pods) > 1 {
 				s.Pods = s.Pods[1:]
 			}
