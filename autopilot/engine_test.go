@@ -468,7 +468,11 @@ func TestLonePodIsNeverRestartedForATier(t *testing.T) {
 	if d := Decide(up); d.Replicas != 2 || d.Tier != dbpilotv1alpha1.TierXLarge || !strings.Contains(d.Message, "switch over") {
 		t.Errorf("up: got %d %s (%s), want 2 xlarge", d.Replicas, d.Tier, d.Message)
 	}
-	up.Current.InPlaceResize = true
+	up.Current.ShrinksInPlace = true
+	if d := Decide(up); d.Replicas != 2 || d.Tier != dbpilotv1alpha1.TierXLarge {
+		t.Errorf("up, shrunk in place but not grown: got %d %s, want 2 xlarge", d.Replicas, d.Tier)
+	}
+	up.Current.GrowsInPlace = true
 	if d := Decide(up); d.Replicas != 1 || d.Tier != dbpilotv1alpha1.TierXLarge {
 		t.Errorf("up, resized in place: got %d %s, want 1 xlarge", d.Replicas, d.Tier)
 	}
@@ -477,11 +481,16 @@ func TestLonePodIsNeverRestartedForATier(t *testing.T) {
 	if d := Decide(quiet); d.Replicas != 2 || d.Tier != dbpilotv1alpha1.TierMedium {
 		t.Errorf("down: got %s to %d %s (%s), want 2 medium pods, as costly as 1 large", d.Action, d.Replicas, d.Tier, d.Message)
 	}
-	quiet.Current.InPlaceResize = true
+	// PostgreSQL grows in place but rolls to a smaller tier.
+	quiet.Current.GrowsInPlace = true
+	if d := Decide(quiet); d.Replicas != 2 || d.Tier != dbpilotv1alpha1.TierMedium {
+		t.Errorf("down, grown in place but not shrunk: got %s to %d %s, want 2 medium pods", d.Action, d.Replicas, d.Tier)
+	}
+	quiet.Current.ShrinksInPlace = true
 	if d := Decide(quiet); d.Replicas != 1 || d.Tier != dbpilotv1alpha1.TierMedium {
 		t.Errorf("down, resized in place: got %d %s, want 1 medium", d.Replicas, d.Tier)
 	}
-	quiet.Current.InPlaceResize = false
+	quiet.Current.ShrinksInPlace = false
 	quiet.Policy.MaxReplicas = 1
 	if d := Decide(quiet); d.Action != ActionHold || d.Tier != dbpilotv1alpha1.TierLarge {
 		t.Errorf("down with one pod allowed: got %s to %d %s, want a hold", d.Action, d.Replicas, d.Tier)

@@ -80,10 +80,11 @@ type Current struct {
 	// Busy names what is in progress (rollout, backup, restore, upgrade);
 	// empty when nothing is.
 	Busy string
-	// InPlaceResize: a tier change resizes the running pods without
-	// restarting them. Otherwise it restarts each pod, and a lone pod's
-	// restart leaves the Database without writes (or reads) meanwhile.
-	InPlaceResize bool
+	// GrowsInPlace: a tier up resizes the running pods without restarting
+	// them; ShrinksInPlace: so does a tier down. Otherwise the change
+	// restarts each pod, and a lone pod's restart leaves the Database
+	// without writes (or reads) meanwhile.
+	GrowsInPlace, ShrinksInPlace bool
 }
 
 // LastChanges are when the auto-pilot last changed each dimension, from its

@@ -232,13 +232,33 @@ func trimHistory(history []autopilot.Sample, now time.Time) []autopilot.Sample {
 }
 
 // currentOf is the size the Database runs with, what keeps it busy, and
-// whether a tier change goes without restarting its pods: in place either
-// way for MariaDB and MySQL; PostgreSQL grows in place but rolls to a
-// smaller tier, so the engine plans its tier changes as rolls.
+// whether a tier change goes without restarting its pods.
 func (r *AutopilotRunner) currentOf(db *dbpilotv1alpha1.Database) autopilot.Current {
 	current := currentOf(db)
-	current.InPlaceResize = r.InPlaceResize && db.Spec.Engine != dbpilotv1alpha1.EnginePostgres
+	current.GrowsInPlace, current.ShrinksInPlace = resizesInPlace(db, r.InPlaceResize)
 	return current
+}
+
+// resizesInPlace reports whether the reconciler changes db's tier up, and
+// down, without restarting its pods, where the API server resizes pods in
+// place: either way for MariaDB and MySQL. PostgreSQL grows one tier in
+// place (shared_buffers waits for a restart) and rolls to a smaller tier;
+// a second step up rolls too, so while any instance has settings pending a
+// restart its growth is taken as a roll (the conservative reading: those
+// settings may have been pending for another reason).
+func resizesInPlace(db *dbpilotv1alpha1.Database, apiServerResizes bool) (grows, shrinks bool) {
+	if !apiServerResizes {
+		return false, false
+	}
+	if db.Spec.Engine != dbpilotv1alpha1.EnginePostgres {
+		return true, true
+	}
+	for _, instance := range db.Status.Instances {
+		if len(instance.PendingRestart) > 0 {
+			return false, false
+		}
+	}
+	return true, false
 }
 
 // currentOf is the size the Database runs with, and what keeps it busy.

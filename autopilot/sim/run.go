@@ -149,7 +149,8 @@ func (a *autopilotController) decide(t float64, w *world, gap bool) (int32, dbpi
 	target := w.size()
 	// The operator learns from the API server whether pods resize in
 	// place; so does the engine here, from the world.
-	current := autopilot.Current{Replicas: target.Replicas, Tier: target.Tier, InPlaceResize: w.cfg.World.InPlaceResize}
+	inPlace := w.cfg.World.InPlaceResize
+	current := autopilot.Current{Replicas: target.Replicas, Tier: target.Tier, GrowsInPlace: inPlace, ShrinksInPlace: inPlace}
 	now := simTime(t)
 	if w.busy(t) {
 		current.Busy = "rollout"
