@@ -31,9 +31,9 @@ const (
 // complete sample with replicas and no saturated pod, the primary's CPU, in
 // capacity units, is a·writes + b·reads of its own rates, and each
 // replica's is x·writes + b·reads of its rates (once the size has run for
-// learnSettle), where a is the cost of
-// executing a write, b of serving a read and x of replaying a write; the
-// share is x/a, at most MaxReplayShare. The fit is least squares over every pod of every usable
+// learnSettle), where a is the cost of executing a write, b of serving a
+// read and x of replaying a write; the share is x/a, at most
+// MaxReplayShare. The fit is least squares over every pod of every usable
 // sample. The per-pod read rates tell reads from writes once the mix or the
 // number of pods has changed; until then, or when the fit is too uncertain,
 // the model is Assumed.
