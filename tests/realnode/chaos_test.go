@@ -205,7 +205,12 @@ func TestOperatorKilledLosesNoCommittedRow(t *testing.T) {
 		step("switchover to "+to, switchTo(to), primaryIs(to))
 	}
 	tiers := []dbpilotv1alpha1.Tier{dbpilotv1alpha1.TierSmall, dbpilotv1alpha1.TierMedium}
-	for round := range rounds {
+	// A round takes under half a minute now, as long as a few kills: more
+	// rounds run until the leader has been killed minLeaderKills times,
+	// so every run has operations completing across leader changes.
+	const minLeaderKills, maxRounds = 2, 8
+	round := 0
+	for ; round < rounds || (leaderKills.Load() < minLeaderKills && round < maxRounds); round++ {
 		// The node's 2 CPUs hold three small pods or two medium ones:
 		// scale at small, then change the tier.
 		from, to := tiers[round%2], tiers[(round+1)%2]
@@ -248,13 +253,13 @@ func TestOperatorKilledLosesNoCommittedRow(t *testing.T) {
 	// Each backup asked for ran once and completed; none was repeated or
 	// failed under the kills.
 	backups := backupsOf(g, db)
-	g.Expect(backups[dbpilotv1alpha1.BackupPhaseCompleted]).To(HaveLen(rounds), "completed backups: %v", backups)
+	g.Expect(backups[dbpilotv1alpha1.BackupPhaseCompleted]).To(HaveLen(round), "completed backups: %v", backups)
 	g.Expect(backups).To(HaveLen(1), "backups by phase: %v", backups)
 	lost := rowsMissing(db.Status.CurrentPrimary)
 	g.Eventually(func() int { return rowsMissing(lastReplica) }, 30*time.Second, time.Second).Should(BeZero(), "acknowledged rows on the replica")
-	fmt.Printf("chaos-realnode ops=%d kills=%d leader_kills=%d converged=yes lost_rows=%d rows_acknowledged=%d seconds=%.0f\n",
-		ops, kills.Load(), leaderKills.Load(), lost, len(result.acknowledged), time.Since(started).Seconds())
-	g.Expect(leaderKills.Load()).To(BeNumerically(">", 0), "no leader was killed")
+	fmt.Printf("chaos-realnode rounds=%d ops=%d kills=%d leader_kills=%d converged=yes lost_rows=%d rows_acknowledged=%d seconds=%.0f\n",
+		round, ops, kills.Load(), leaderKills.Load(), lost, len(result.acknowledged), time.Since(started).Seconds())
+	g.Expect(leaderKills.Load()).To(BeNumerically(">=", minLeaderKills), "leaders killed in %d rounds", round)
 	g.Expect(lost).To(BeZero(), "acknowledged rows lost")
 	g.Expect(len(result.acknowledged)).To(BeNumerically(">", 100))
 }
