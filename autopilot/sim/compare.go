@@ -41,6 +41,7 @@ func (c Comparison) Add(o Comparison) Comparison {
 			Restarts:                  a.Restarts + b.Restarts,
 			Switchovers:               a.Switchovers + b.Switchovers,
 			UnswitchedPrimaryRestarts: a.UnswitchedPrimaryRestarts + b.UnswitchedPrimaryRestarts,
+			LonePodRestarts:           a.LonePodRestarts + b.LonePodRestarts,
 		}
 	}
 	return Comparison{

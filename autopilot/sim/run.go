@@ -23,8 +23,9 @@ type Result struct {
 	WriteUnavailableSeconds float64
 	// Restarts counts pod restarts, Switchovers the primary's moves, and
 	// UnswitchedPrimaryRestarts the primaries restarted while a replica
-	// could have taken over.
-	Restarts, Switchovers, UnswitchedPrimaryRestarts int
+	// could have taken over, LonePodRestarts the only pods restarted (no
+	// writes or reads meanwhile).
+	Restarts, Switchovers, UnswitchedPrimaryRestarts, LonePodRestarts int
 	// Timeline has one point per interval, for charts.
 	Timeline []Point
 }
@@ -74,6 +75,7 @@ func run(trace Trace, cfg Config, c controller, switchFirst bool) Result {
 	}
 	res.Flaps = flaps.count
 	res.WriteUnavailableSeconds, res.Restarts, res.Switchovers, res.UnswitchedPrimaryRestarts = w.writesDown, w.restarts, w.switchovers, w.unswitched
+	res.LonePodRestarts = w.lone
 	return res
 }
 
@@ -150,7 +152,7 @@ func (a *autopilotController) decide(t float64, w *world, gap bool) (int32, dbpi
 	// The operator learns from the API server whether pods resize in
 	// place; so does the engine here, from the world.
 	inPlace := w.cfg.World.InPlaceResize
-	current := autopilot.Current{Replicas: target.Replicas, Tier: target.Tier, GrowsInPlace: inPlace, ShrinksInPlace: inPlace}
+	current := autopilot.Current{Replicas: target.Replicas, Tier: target.Tier, GrowsInPlace: inPlace, ShrinksInPlace: inPlace && !w.cfg.World.InPlaceGrowOnly}
 	now := simTime(t)
 	if w.busy(t) {
 		current.Busy = "rollout"

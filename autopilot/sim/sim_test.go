@@ -165,6 +165,29 @@ func TestInPlaceResizeRestartsNothing(t *testing.T) {
 	}
 }
 
+// TestInPlaceGrowOnlyRollsDown: where only a bigger tier resizes in place
+// (PostgreSQL under dbpilot), a tier up restarts nothing and a tier down
+// rolls every pod, the primary by a switchover.
+func TestInPlaceGrowOnlyRollsDown(t *testing.T) {
+	world := DefaultWorld()
+	world.InPlaceResize, world.InPlaceGrowOnly = true, true
+	w := roll(t, world, 3, true)
+	if w.restarts != 0 || w.switchovers != 0 {
+		t.Fatalf("up: %d restarts, %d switchovers; want none", w.restarts, w.switchovers)
+	}
+	start := 2 * world.CloneSeconds
+	w.resize(start, 3, dbpilotv1alpha1.TierMedium)
+	for at := start; w.busy(at) || !w.rolled(); at += 15 {
+		if at > start+3600 {
+			t.Fatalf("the roll down never ended: %+v", w.pods)
+		}
+		w.step(at, 15, autopilot.Load{Write: 1, Read: 1})
+	}
+	if w.restarts != 3 || w.switchovers != 1 || w.unswitched != 0 {
+		t.Errorf("down: %d restarts, %d switchovers, %d unswitched; want 3, 1, 0", w.restarts, w.switchovers, w.unswitched)
+	}
+}
+
 // TestRestartingPodServesNothing: while a replica restarts, the others carry
 // its reads.
 func TestRestartingPodServesNothing(t *testing.T) {
@@ -218,6 +241,11 @@ func TestShippedWorldsOverloadLessThanHPA(t *testing.T) {
 		}
 		if n := total.Autopilot.UnswitchedPrimaryRestarts; n != 0 {
 			t.Errorf("%s: %d primaries restarted without a switchover", world.Name, n)
+		}
+		// The bounds allow 8 pods: a lone pod's tier change always has a
+		// replica to switch over to, or resizes in place.
+		if n := total.Autopilot.LonePodRestarts; n != 0 {
+			t.Errorf("%s: %d lone pods restarted for a tier", world.Name, n)
 		}
 		// Against what users would otherwise deploy: less overload, less
 		// time without writes, no more cost.

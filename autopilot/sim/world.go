@@ -52,6 +52,8 @@ type world struct {
 	pods []pod
 	// tier is the declared tier, which every pod runs once rolled.
 	tier dbpilotv1alpha1.Tier
+	// inPlace: the tier change under way resizes the pods in place.
+	inPlace bool
 	// shedTo is how many pods remain once the tier change has rolled out:
 	// a resize to a new tier and fewer pods keeps them all until then.
 	shedTo int32
@@ -60,9 +62,10 @@ type world struct {
 	// restarted in place (VPA's updater).
 	switchFirst bool
 	// writesDown is how long writes were unavailable; restarts,
-	// switchovers and unswitched count the roll's events.
-	writesDown                        float64
-	restarts, switchovers, unswitched int
+	// switchovers, unswitched and lone count the roll's events (lone: the
+	// only pod restarted).
+	writesDown                              float64
+	restarts, switchovers, unswitched, lone int
 	// truth records each step's true CPU demand, for delayed metrics.
 	truth []truthPoint
 	noise *rand.Rand
@@ -178,9 +181,11 @@ func (w *world) busy(t float64) bool {
 // place where the world allows it, or rolled.
 func (w *world) resize(t float64, replicas int32, tier dbpilotv1alpha1.Tier) {
 	if tier != w.tier {
+		w.inPlace = w.cfg.World.InPlaceResize && (!w.cfg.World.InPlaceGrowOnly || tier.Index() > w.tier.Index())
 		w.tier = tier
 		for i := range w.pods {
-			if w.cfg.World.InPlaceResize && w.pods[i].tier != tier {
+			w.pods[i].resizeAt = 0
+			if w.inPlace && w.pods[i].tier != tier {
 				w.pods[i].resizeAt = t + w.cfg.World.ResizeSeconds
 			}
 		}
@@ -217,7 +222,7 @@ func (w *world) advance(t float64) {
 			p.tier, p.resizeAt = w.tier, 0
 		}
 	}
-	if w.cfg.World.InPlaceResize || w.rolled() || w.ready(t) < w.provisioned() {
+	if w.inPlace || w.rolled() || w.ready(t) < w.provisioned() {
 		return
 	}
 	for i := len(w.pods) - 1; i > 0; i-- {
@@ -228,6 +233,7 @@ func (w *world) advance(t float64) {
 	}
 	if len(w.pods) == 1 {
 		w.restart(t, 0)
+		w.lone++
 		w.writesDown += w.cfg.World.RestartSeconds
 		return
 	}

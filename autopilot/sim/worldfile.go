@@ -39,6 +39,9 @@ type World struct {
 	// without a restart, ResizeSeconds after it is asked.
 	InPlaceResize bool    `json:"inPlaceResize"`
 	ResizeSeconds float64 `json:"resizeSeconds"`
+	// InPlaceGrowOnly: with InPlaceResize, only a bigger tier resizes the
+	// pods in place; a smaller one rolls (PostgreSQL under dbpilot).
+	InPlaceGrowOnly bool `json:"inPlaceGrowOnly"`
 }
 
 // DefaultWorld is the world of the shipped results: replicas replay writes at
@@ -125,6 +128,9 @@ func (w World) validate() error {
 	}
 	if w.RateWindowSeconds <= 0 {
 		errs = append(errs, fmt.Errorf("rateWindowSeconds %g: want more than 0", w.RateWindowSeconds))
+	}
+	if w.InPlaceGrowOnly && !w.InPlaceResize {
+		errs = append(errs, errors.New("inPlaceGrowOnly: needs inPlaceResize"))
 	}
 	return errors.Join(errs...)
 }

@@ -31,6 +31,7 @@ func TestReadWorldRejectsBadInputNamingTheKey(t *testing.T) {
 		`{"seed": "seven"}`:           "seed",
 		`{"cpuNoise": 0.1} {"x": 1}`:  "more than one",
 		`{"replicaWriteShare": 0.3,}`: "invalid character",
+		`{"inPlaceGrowOnly": true}`:   "inPlaceGrowOnly",
 	}
 	for text, key := range cases {
 		_, err := ReadWorld("bad", strings.NewReader(text))
