@@ -135,7 +135,7 @@ func decideUp(d Decision, in Input, m Model, cur Size, load, ahead, trend Load, 
 	// A lone pod's tier step costs two pods of the new tier; replicas of
 	// its own tier may serve for less, unless it is saturated and the load
 	// they are sized for is a guess.
-	next, byReplicas := upSteps(m, sizing, p, cur, pairsLonePod(in, cur, in.Current.GrowsInPlace) && !saturatedPod(latest))
+	next, byReplicas := upSteps(m, sizing, p, cur, pairsLonePod(in, cur) && !saturatedPod(latest))
 	if (memoryBreach || connectionBreach) && !measuredBreach && !predictedBreach && cur.Tier.Index() < p.MaxTier.Index() {
 		// Memory or connections, not CPU: only a bigger tier brings more.
 		next.Tier = dbpilotv1alpha1.TierAt(cur.Tier.Index() + 1)
@@ -164,7 +164,7 @@ func decideUp(d Decision, in Input, m Model, cur Size, load, ahead, trend Load, 
 		return hold(d, ReasonAtBounds, fmt.Sprintf("Above target (%s) but already at the most the bounds allow: %d %s pods", reason, p.MaxReplicas, p.MaxTier)), true
 	}
 	note := ""
-	if next.Tier != cur.Tier && pairsLonePod(in, cur, in.Current.GrowsInPlace) {
+	if next.Tier != cur.Tier && pairsLonePod(in, cur) {
 		// A lone pod's new tier would restart it with nothing to switch
 		// over to: add a replica of the new tier with it, which clones
 		// while the pod serves; the primary then switches over to it
@@ -225,8 +225,8 @@ func upSteps(m Model, load Load, p Policy, cur Size, paired bool) (next, byRepli
 // pairsLonePod reports whether a tier up of cur must bring a replica of the
 // new tier: one pod that does not grow in place would otherwise restart
 // with nothing to switch over to.
-func pairsLonePod(in Input, cur Size, inPlace bool) bool {
-	return cur.Replicas == 1 && in.Policy.MaxReplicas > 1 && !inPlace
+func pairsLonePod(in Input, cur Size) bool {
+	return cur.Replicas == 1 && in.Policy.MaxReplicas > 1 && !in.Current.GrowsInPlace
 }
 
 // stepPolicy bounds a scale-up step from cur: tier t, and from the current

@@ -94,10 +94,8 @@ func significantRise(x, y []float64) bool {
 	mx, my := mean(x), mean(y)
 	var sxx, rss float64
 	for i := range x {
-		sxx += (x[i] - mx) * (x[i] - mx)
-	}
-	for i := range x {
-		r := y[i] - my - b*(x[i]-mx)
+		dx, r := x[i]-mx, y[i]-my-b*(x[i]-mx)
+		sxx += dx * dx
 		rss += r * r
 	}
 	if sxx == 0 {

@@ -125,7 +125,12 @@ func LearnModel(history []Sample) Model {
 	if !(math.Sqrt(math.Max(0, shareVariance)) <= maxShareError) || math.IsNaN(share) { // also NaN
 		return Assumed
 	}
-	return Model{ReplayShare: math.Max(0, math.Min(MaxReplayShare, share))}
+	return Model{ReplayShare: clampedShare(share)}
+}
+
+// clampedShare is share within 0 and MaxReplayShare.
+func clampedShare(share float64) float64 {
+	return math.Max(0, math.Min(MaxReplayShare, share))
 }
 
 // saturatedPod reports whether a pod of the sample runs at its CPU limit,

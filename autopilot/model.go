@@ -151,7 +151,7 @@ func (m Model) EstimateLoad(s Sample) Load {
 	}
 	// The share is clamped as LearnModel clamps it, so the division
 	// stays finite whatever Model it is called on.
-	share := math.Max(0, math.Min(MaxReplayShare, m.ReplayShare))
+	share := clampedShare(m.ReplayShare)
 	write := math.Max(0, (primary-evenShare*replica)*c/(1-evenShare*share))
 	perReplica := math.Max(0, replica*c-share*write)
 	even, replicaOnly := evenShare*perReplica, (1-evenShare)*perReplica*k
