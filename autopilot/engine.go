@@ -31,6 +31,10 @@ const (
 	// while a scale-down may go right up to the target, so sizes at the
 	// target hold still (the HPA's tolerance, applied to the hottest pod).
 	upTolerance = 1.1
+	// noiseTolerance widens upTolerance by this share of the pods' measured
+	// CPU noise: noisy samples cross a fixed threshold by chance, and a
+	// size that fits the de-noised peak would be undone by them.
+	noiseTolerance = 0.25
 	// connectionMemoryShare: connections are raised only while memory use
 	// stays under this share of the memory target.
 	connectionMemoryShare = 0.75
@@ -77,7 +81,12 @@ func Decide(in Input) Decision {
 	load := m.EstimateLoad(latest)
 	// Sizes differ before and after a change: up, trust only what came
 	// after it.
-	trend, _ := m.loadTrend(in.History, in.Now, span{To: settledAt(in)})
+	// Trends and the scale-down peak read each sample's load from its
+	// query rates, at the cost per query fitted over the scale-down window
+	// (leaving out samples that mix two sizes): CPU is noisy, counters
+	// are not. Scale-ups read the newest CPU itself.
+	est := m.newEstimator(in.History, in.Now, p.ScaleDownStabilization, span{From: in.Last.DirectionTime, To: settledAt(in)})
+	trend, _ := est.loadTrend(in.History, in.Now, span{To: settledAt(in)}, minTrendRise)
 	ahead := leadAhead(load, trend)
 	util := m.Predict(load, cur.Replicas, cur.Tier)
 	memory, connections, volume := pressures(latest)
@@ -96,24 +105,25 @@ func Decide(in Input) Decision {
 		d.NextEligible = settled
 		return hold(d, ReasonSettling, "Waiting for the metrics to reflect the last change")
 	}
-	if up, ok := decideUp(d, in, m, cur, load, ahead, trend, memory, connections); ok {
+	if up, ok := decideUp(d, in, m, est, cur, load, ahead, trend, memory, connections); ok {
 		return decideStorage(up, in, volume)
 	}
-	return decideStorage(decideDown(d, in, m, cur, load), in, volume)
+	return decideStorage(decideDown(d, in, m, est, cur, load), in, volume)
 }
 
 // decideUp scales up when the current size breaches its targets, now or
 // within the lead time, and the breach has lasted the stabilization window.
-func decideUp(d Decision, in Input, m Model, cur Size, load, ahead, trend Load, memory, connections float64) (Decision, bool) {
+func decideUp(d Decision, in Input, m Model, est estimator, cur Size, load, ahead, trend Load, memory, connections float64) (Decision, bool) {
 	p := in.Policy
-	measuredBreach := !m.fits(load, cur, p.CPUTarget*upTolerance)
-	predictedBreach := !m.fits(ahead, cur, p.CPUTarget*upTolerance)
+	upTarget := p.CPUTarget * upTolerance * (1 + noiseTolerance*est.cpuNoise(in.History, in.Now, p.ScaleDownStabilization))
+	measuredBreach := !m.fits(load, cur, upTarget)
+	predictedBreach := !m.fits(ahead, cur, upTarget)
 	memoryBreach := memory > p.MemoryTarget
 	connectionBreach := connections > p.ConnectionTarget
 	if !measuredBreach && !predictedBreach && !memoryBreach && !connectionBreach {
 		return d, false
 	}
-	if since := m.breachStart(in, trend); in.Now.Sub(since) < p.ScaleUpStabilization {
+	if since := m.breachStart(in, trend, upTarget); in.Now.Sub(since) < p.ScaleUpStabilization {
 		d.NextEligible = since.Add(p.ScaleUpStabilization)
 		return hold(d, ReasonStabilizing, fmt.Sprintf("Above target since %s; scaling up after %s", since.Format(time.RFC3339), p.ScaleUpStabilization)), true
 	}
@@ -240,7 +250,7 @@ func stepPolicy(p Policy, cur Size, t dbpilotv1alpha1.Tier) Policy {
 // decideDown scales down, replicas before tiers, one step at a time, when
 // the peak load over the whole stabilization window fits a cheaper size with
 // headroom, and the window's data is complete.
-func decideDown(d Decision, in Input, m Model, cur Size, load Load) Decision {
+func decideDown(d Decision, in Input, m Model, est estimator, cur Size, load Load) Decision {
 	p := in.Policy
 	flapWindow := p.flapWindow()
 	if in.Last.Direction > 0 && in.Now.Sub(in.Last.DirectionTime) < flapWindow {
@@ -262,14 +272,16 @@ func decideDown(d Decision, in Input, m Model, cur Size, load Load) Decision {
 	if !in.Last.Tier.IsZero() && in.Last.Tier.Equal(in.Last.DirectionTime) {
 		rolled = settling
 	}
-	measured, covered := m.windowPeak(in.History, in.Now, window, rolled)
+	measured, covered := est.windowPeak(in.History, in.Now, window, rolled)
 	// A smaller size must also hold the load the trend brings over the flap
 	// window, or a scale-down under growing load is undone minutes later; a
 	// smaller tier over the tier cooldown too, since nothing can undo it
 	// sooner. Load is measured in units that do not depend on the size, so
 	// the trend spans the last change, skipping only the samples taken
 	// while it settled.
-	trend, known := m.loadTrend(in.History, in.Now, settling)
+	// Any significant sustained rise counts here, however small: read from
+	// the rates it is no noise, and a scale-down into it is undone.
+	trend, known := est.loadTrend(in.History, in.Now, settling, 0)
 	switch {
 	case !covered:
 		return hold(d, ReasonWithinTargets, fmt.Sprintf("Within targets; a scale-down needs %s of complete metrics", window))

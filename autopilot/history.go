@@ -44,15 +44,15 @@ func hasPrimary(s Sample) bool {
 
 // loadTrend fits a line through the load of the complete samples of the last
 // trendWindow outside skip, and returns its slope per second; zero when the
-// rise over the window is too small to tell from noise. It is not known
+// rise over the window is not significant or under minRise of the mean. It is not known
 // (false) with too few samples over too short a time.
-func (m Model) loadTrend(history []Sample, now time.Time, skip span) (Load, bool) {
+func (e estimator) loadTrend(history []Sample, now time.Time, skip span, minRise float64) (Load, bool) {
 	var ts, ws, rs []float64
 	for _, s := range history {
 		if now.Sub(s.Time) > trendWindow || skip.holds(s.Time) || !complete(s) {
 			continue
 		}
-		load := m.EstimateLoad(s)
+		load := e.load(s)
 		ts = append(ts, s.Time.Sub(now).Seconds())
 		ws = append(ws, load.Write)
 		rs = append(rs, load.Read)
@@ -69,10 +69,10 @@ func (m Model) loadTrend(history []Sample, now time.Time, skip span) (Load, bool
 		Write: sustainedSlope(ts, ws, half),
 		Read:  sustainedSlope(ts, rs, half),
 	}
-	if trend.Write*span < minTrendRise*mean(ws) || !significantRise(ts, ws) {
+	if trend.Write*span < minRise*mean(ws) || !significantRise(ts, ws) {
 		trend.Write = 0
 	}
-	if trend.Read*span < minTrendRise*mean(rs) || !significantRise(ts, rs) {
+	if trend.Read*span < minRise*mean(rs) || !significantRise(ts, rs) {
 		trend.Read = 0
 	}
 	return trend, true
@@ -123,7 +123,7 @@ func sustainedSlope(x, y []float64, half int) float64 {
 }
 
 // minTrendRise is the relative rise over the fitted span below which a
-// trend is taken as noise.
+// trend does not call for a scale-up.
 const minTrendRise = 0.1
 
 func mean(values []float64) float64 {
@@ -155,7 +155,7 @@ func slope(x, y []float64) float64 {
 // the time of the oldest sample in an unbroken run of breaches ending with
 // the newest. Each sample is judged at the size it ran, with the trend's
 // projection added.
-func (m Model) breachStart(in Input, trend Load) time.Time {
+func (m Model) breachStart(in Input, trend Load, upTarget float64) time.Time {
 	start := in.Now
 	for i := len(in.History) - 1; i >= 0; i-- {
 		s := in.History[i]
@@ -166,7 +166,7 @@ func (m Model) breachStart(in Input, trend Load) time.Time {
 		ahead := leadAhead(load, trend)
 		memory, connections, _ := pressures(s)
 		size := Size{Replicas: s.Replicas, Tier: s.Tier}
-		if m.fits(ahead, size, in.Policy.CPUTarget*upTolerance) && memory <= in.Policy.MemoryTarget && connections <= in.Policy.ConnectionTarget {
+		if m.fits(ahead, size, upTarget) && memory <= in.Policy.MemoryTarget && connections <= in.Policy.ConnectionTarget {
 			break
 		}
 		start = s.Time
@@ -180,7 +180,7 @@ func (m Model) breachStart(in Input, trend Load) time.Time {
 // last change settled (skip) are left out of the peak: they mix two sizes
 // (CPU averaged over a rate window that spans the change, read against the
 // new size), and would read as load the Database never had.
-func (m Model) windowPeak(history []Sample, now time.Time, window time.Duration, skip span) (Load, bool) {
+func (e estimator) windowPeak(history []Sample, now time.Time, window time.Duration, skip span) (Load, bool) {
 	var peak Load
 	covered := false
 	for i := len(history) - 1; i >= 0; i-- {
@@ -200,7 +200,7 @@ func (m Model) windowPeak(history []Sample, now time.Time, window time.Duration,
 			}
 			continue
 		}
-		load := m.EstimateLoad(s)
+		load := e.load(s)
 		peak.Write = math.Max(peak.Write, load.Write)
 		peak.Read = math.Max(peak.Read, load.Read)
 		// The most reads on replicas alone: the fewest replicas fit it.

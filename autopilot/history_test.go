@@ -21,7 +21,7 @@ func TestTrendIsNotReadIntoNoise(t *testing.T) {
 			read := 2 + swing*math.Sin(2.3*float64(i)) + 0.02*float64(i)
 			history = append(history, sample(at, twoLarge, Load{Write: 0.5, Read: read}, 0.5))
 		}
-		got, ok := Assumed.loadTrend(history, now, span{})
+		got, ok := estimator{m: Assumed}.loadTrend(history, now, span{}, minTrendRise)
 		if !ok {
 			t.Fatalf("swing %.1f: trend unknown over 5 minutes of samples", swing)
 		}

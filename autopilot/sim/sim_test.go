@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"math"
 	"regexp"
 	"strings"
 	"testing"
@@ -205,9 +206,41 @@ func TestRestartingPodServesNothing(t *testing.T) {
 	}
 }
 
+// TestSaturatedDatabaseReportsWhatItServes: two medium pods asked for
+// twice the CPU they have (writes on the primary; reads on both) report
+// half the demand's rates, as a database at its CPU limit serves less;
+// within capacity, all of it.
+func TestSaturatedDatabaseReportsWhatItServes(t *testing.T) {
+	for _, c := range []struct {
+		load   autopilot.Load
+		served float64
+	}{{autopilot.Load{Write: 1, Read: 1}, 1}, {autopilot.Load{Write: 4}, 0.5}, {autopilot.Load{Read: 8}, 0.5}} {
+		w := newWorld(DefaultConfig())
+		for at := 0.0; at <= 120; at += 15 {
+			w.step(at, 15, c.load)
+		}
+		var writes, reads float64
+		for _, p := range w.observe(120).Pods {
+			writes += p.WriteRate
+			reads += p.ReadRate
+		}
+		if want := 100 * c.load.Write * c.served; math.Abs(writes-want) > 1e-6 {
+			t.Errorf("load %+v: write rate %.1f, want %.1f", c.load, writes, want)
+		}
+		if want := 100 * c.load.Read * c.served; math.Abs(reads-want) > 1e-6 {
+			t.Errorf("load %+v: read rate %.1f, want %.1f", c.load, reads, want)
+		}
+	}
+}
+
+// costGoalMissed names the worlds whose cost ratio against the HPA misses
+// the goal of 0.95 (README: the HPA saves there by accepting overload).
+var costGoalMissed = map[string]bool{"replay-light": true}
+
 // TestShippedWorldsOverloadLessThanHPA replays the suite in every shipped
 // world: the auto-pilot, which learns each world only from its metrics,
-// overloads at most 30 % of what the HPA does, never flaps, stays within bounds, never
+// overloads at most 30 % of what the HPA does, costs at most 95 % of it
+// (but in costGoalMissed), never flaps, stays within bounds, never
 // restarts a primary that a replica could have taken over from, and against
 // the HPA with a VPA overloads less, leaves writes unavailable for less
 // time and costs no more.
@@ -238,6 +271,9 @@ func TestShippedWorldsOverloadLessThanHPA(t *testing.T) {
 		}
 		if ratio := total.OverloadRatio(); ratio > 0.30 {
 			t.Errorf("%s: overload ratio %.3f, want at most 0.30", world.Name, ratio)
+		}
+		if ratio := total.CostRatio(); ratio > 0.95 && !costGoalMissed[world.Name] {
+			t.Errorf("%s: cost ratio %.3f, want at most 0.95", world.Name, ratio)
 		}
 		if n := total.Autopilot.UnswitchedPrimaryRestarts; n != 0 {
 			t.Errorf("%s: %d primaries restarted without a switchover", world.Name, n)

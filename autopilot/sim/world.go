@@ -90,6 +90,9 @@ type truthPoint struct {
 	primary, replica           float64
 	primaryCores, replicaCores float64
 	load                       autopilot.Load
+	// served is the part of load the pods serve: all of it unless a pod
+	// is asked for more CPU than it has, which serves that much less.
+	served autopilot.Load
 }
 
 // unitCores is the CPU, in cores, that one unit of a trace's demand takes:
@@ -281,14 +284,39 @@ func (w *world) step(t, dt float64, load autopilot.Load) (overload, cost float64
 			overload += dt
 		}
 	}
+	point.served = w.served(load, n, primaryServes, point)
 	w.truth = append(w.truth, point)
 	return overload, cost
+}
+
+// served is the part of load that pods serve when each serves what it is
+// asked for in proportion to the CPU it has: a saturated database's
+// throughput is capped, and so are the rates it reports.
+func (w *world) served(load autopilot.Load, n int32, primaryServes bool, p truthPoint) autopilot.Load {
+	share := func(have, asked float64) float64 {
+		if asked <= have {
+			return 1
+		}
+		return have / asked
+	}
+	fp, fr := share(p.primaryCores, p.primary), share(p.replicaCores, p.replica)
+	switch {
+	case n == 0:
+		return autopilot.Load{}
+	case !primaryServes:
+		return autopilot.Load{Read: load.Read * fr}
+	case n == 1:
+		return autopilot.Load{Write: load.Write * fp, Read: load.Read * fp}
+	}
+	spread := load.Read * (1 - load.ReplicaOnly) / float64(n)
+	return autopilot.Load{Write: load.Write * fp, Read: spread*fp + (load.Read-spread)*fr}
 }
 
 // observe returns the metrics a controller reads at time t: CPU averaged
 // over the rate window and delayed by the scrape, capped at what the pod has
 // (a saturated pod cannot show how much more it is asked for), with the
-// world's measurement noise, as a sample of the size the database has at t.
+// world's measurement noise, and the rates of what the pods served (exact,
+// as query counters are), as a sample of the size the database has at t.
 func (w *world) observe(t float64) autopilot.Sample {
 	end := t - w.cfg.World.ScrapeSeconds
 	begin := end - w.cfg.World.RateWindowSeconds
@@ -302,8 +330,8 @@ func (w *world) observe(t float64) autopilot.Sample {
 		// Each pod is capped at the cores it had then.
 		primary += math.Min(p.primaryCores, p.primary)
 		replica += math.Min(p.replicaCores, p.replica)
-		reads += p.load.Read
-		writes += p.load.Write
+		reads += p.served.Read
+		writes += p.served.Write
 		count++
 	}
 	n := w.ready(t)
