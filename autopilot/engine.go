@@ -105,16 +105,16 @@ func Decide(in Input) Decision {
 		d.NextEligible = settled
 		return hold(d, ReasonSettling, "Waiting for the metrics to reflect the last change")
 	}
-	if up, ok := decideUp(d, in, m, est, cur, load, ahead, trend, memory, connections); ok {
+	if up, ok := decideUp(d, in, est, cur, load, ahead, trend, memory, connections); ok {
 		return decideStorage(up, in, volume)
 	}
-	return decideStorage(decideDown(d, in, m, est, cur, load), in, volume)
+	return decideStorage(decideDown(d, in, est, cur, load), in, volume)
 }
 
 // decideUp scales up when the current size breaches its targets, now or
 // within the lead time, and the breach has lasted the stabilization window.
-func decideUp(d Decision, in Input, m Model, est estimator, cur Size, load, ahead, trend Load, memory, connections float64) (Decision, bool) {
-	p := in.Policy
+func decideUp(d Decision, in Input, est estimator, cur Size, load, ahead, trend Load, memory, connections float64) (Decision, bool) {
+	p, m := in.Policy, est.m
 	upTarget := p.CPUTarget * upTolerance * (1 + noiseTolerance*est.cpuNoise(in.History, in.Now, p.ScaleDownStabilization))
 	measuredBreach := !m.fits(load, cur, upTarget)
 	predictedBreach := !m.fits(ahead, cur, upTarget)
@@ -250,8 +250,8 @@ func stepPolicy(p Policy, cur Size, t dbpilotv1alpha1.Tier) Policy {
 // decideDown scales down, replicas before tiers, one step at a time, when
 // the peak load over the whole stabilization window fits a cheaper size with
 // headroom, and the window's data is complete.
-func decideDown(d Decision, in Input, m Model, est estimator, cur Size, load Load) Decision {
-	p := in.Policy
+func decideDown(d Decision, in Input, est estimator, cur Size, load Load) Decision {
+	p, m := in.Policy, est.m
 	flapWindow := p.flapWindow()
 	if in.Last.Direction > 0 && in.Now.Sub(in.Last.DirectionTime) < flapWindow {
 		d.NextEligible = in.Last.DirectionTime.Add(flapWindow)

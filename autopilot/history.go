@@ -44,8 +44,8 @@ func hasPrimary(s Sample) bool {
 
 // loadTrend fits a line through the load of the complete samples of the last
 // trendWindow outside skip, and returns its slope per second; zero when the
-// rise over the window is not significant or under minRise of the mean. It is not known
-// (false) with too few samples over too short a time.
+// rise over the window is not significant or under minRise of the mean. It
+// is not known (false) with too few samples over too short a time.
 func (e estimator) loadTrend(history []Sample, now time.Time, skip span, minRise float64) (Load, bool) {
 	var ts, ws, rs []float64
 	for _, s := range history {

@@ -284,15 +284,16 @@ func (w *world) step(t, dt float64, load autopilot.Load) (overload, cost float64
 			overload += dt
 		}
 	}
-	point.served = w.served(load, n, primaryServes, point)
+	point.served = servedLoad(load, n, primaryServes, point)
 	w.truth = append(w.truth, point)
 	return overload, cost
 }
 
-// served is the part of load that pods serve when each serves what it is
-// asked for in proportion to the CPU it has: a saturated database's
-// throughput is capped, and so are the rates it reports.
-func (w *world) served(load autopilot.Load, n int32, primaryServes bool, p truthPoint) autopilot.Load {
+// servedLoad is the part of load that the n serving pods of p serve when
+// each serves what it is asked for in proportion to the CPU it has: a
+// saturated database's throughput is capped, and so are the rates it
+// reports.
+func servedLoad(load autopilot.Load, n int32, primaryServes bool, p truthPoint) autopilot.Load {
 	share := func(have, asked float64) float64 {
 		if asked <= have {
 			return 1
