@@ -115,7 +115,8 @@ func Decide(in Input) Decision {
 // within the lead time, and the breach has lasted the stabilization window.
 func decideUp(d Decision, in Input, est estimator, cur Size, load, ahead, trend Load, memory, connections float64) (Decision, bool) {
 	p, m := in.Policy, est.m
-	upTarget := p.CPUTarget * upTolerance * (1 + noiseTolerance*est.cpuNoise(in.History, in.Now, p.ScaleDownStabilization))
+	noise := est.cpuNoise(in.History, in.Now, p.ScaleDownStabilization)
+	upTarget := p.CPUTarget * upTolerance * (1 + noiseTolerance*noise)
 	measuredBreach := !m.fits(load, cur, upTarget)
 	predictedBreach := !m.fits(ahead, cur, upTarget)
 	memoryBreach := memory > p.MemoryTarget
@@ -123,9 +124,10 @@ func decideUp(d Decision, in Input, est estimator, cur Size, load, ahead, trend 
 	if !measuredBreach && !predictedBreach && !memoryBreach && !connectionBreach {
 		return d, false
 	}
-	if since := m.breachStart(in, trend, upTarget); in.Now.Sub(since) < p.ScaleUpStabilization {
-		d.NextEligible = since.Add(p.ScaleUpStabilization)
-		return hold(d, ReasonStabilizing, fmt.Sprintf("Above target since %s; scaling up after %s", since.Format(time.RFC3339), p.ScaleUpStabilization)), true
+	wait := scaleUpWait(in, cur, upTarget, noise)
+	if since := m.breachStart(in, trend, upTarget); in.Now.Sub(since) < wait {
+		d.NextEligible = since.Add(wait)
+		return hold(d, ReasonStabilizing, fmt.Sprintf("Above target since %s; scaling up after %s", since.Format(time.RFC3339), wait)), true
 	}
 
 	// Connections saturate while CPU and memory have room: raise the

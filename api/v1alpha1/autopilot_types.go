@@ -34,7 +34,9 @@ type AutopilotSpec struct {
 	Targets *AutopilotTargets `json:"targets,omitempty"`
 
 	// scaleUpStabilizationSeconds is how long a breach must last before the
-	// auto-pilot scales up.
+	// auto-pilot scales up; half of it for a one-pod Database whose pod is
+	// saturated in the two newest samples, when the CPU's measured noise
+	// could not fake that.
 	// +optional
 	// +kubebuilder:default=60
 	// +kubebuilder:validation:Minimum=0
