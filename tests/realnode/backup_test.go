@@ -99,7 +99,6 @@ func TestBackupsAndPointInTimeRestore(t *testing.T) {
 }
 
 func testBackupsAndPointInTimeRestore(t *testing.T, tc replicationSQL) {
-	t.Parallel()
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := "real-backup-" + string(tc.engine)

@@ -211,7 +211,6 @@ func TestDatabaseServesAndKeepsData(t *testing.T) {
 		{dbpilotv1alpha1.EngineMariaDB, "10.11"},
 	} {
 		t.Run(string(tc.engine), func(t *testing.T) {
-			t.Parallel()
 			g := NewWithT(t)
 			ctx := context.Background()
 			ns := "real-" + string(tc.engine)

@@ -144,7 +144,6 @@ var failoverEngines = []struct {
 }
 
 func testFailover(t *testing.T, tc replicationSQL, createWrites, insert, countWrites string, synchronous bool) {
-	t.Parallel()
 	g := NewWithT(t)
 	ctx := context.Background()
 	mode := "async"

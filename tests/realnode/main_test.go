@@ -2,12 +2,6 @@
 // real node: pods run the operator's instance program and real PostgreSQL 15
 // and MariaDB 10.11 servers from images built from this machine's Debian
 // packages, and data really flows through the Services.
-//
-// A test that runs once per engine runs its PostgreSQL and MariaDB
-// subtests side by side, each in its own namespace, as a cluster hosts
-// many Databases at once (-parallel 1 runs them one after the other).
-// Tests run one at a time otherwise: the auto-pilot's share the in-process
-// operator's metrics source, and the chaos test runs managers of its own.
 package realnode_test
 
 import (

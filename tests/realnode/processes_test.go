@@ -98,7 +98,6 @@ func TestFailoverFromProcessFaults(t *testing.T) {
 }
 
 func testProcessFaults(t *testing.T, tc replicationSQL, createWrites, insert string) {
-	t.Parallel()
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := "real-faults-" + string(tc.engine)

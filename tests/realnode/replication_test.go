@@ -63,7 +63,6 @@ func TestReplicasServeReads(t *testing.T) {
 }
 
 func testReplicasServeReads(t *testing.T, tc replicationSQL) {
-	t.Parallel()
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := "real-replicas-" + string(tc.engine)

@@ -45,7 +45,6 @@ func TestRolloutNeverRestartsThePrimary(t *testing.T) {
 }
 
 func testRollout(t *testing.T, tc replicationSQL, createWrites, insert string) {
-	t.Parallel()
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := "real-rollout-" + string(tc.engine)
