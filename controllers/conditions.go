@@ -17,7 +17,10 @@ import (
 // observation is what the status is built from: the world as one pass saw
 // it, and what went wrong.
 type observation struct {
-	statefulSet        *appsv1.StatefulSet
+	statefulSet *appsv1.StatefulSet
+	// statefulSetWritten is the generation the pass's write gave the
+	// StatefulSet (0 without one); a cached statefulSet may be older.
+	statefulSetWritten int64
 	pods               []corev1.Pod
 	credentialsProblem string
 	volumeProblem      string
@@ -70,15 +73,17 @@ func updating(status appsv1.StatefulSetStatus) bool {
 }
 
 // rolling reports whether the StatefulSet is still moving towards its spec,
-// with the reason and a message.
-func rolling(db *dbpilotv1alpha1.Database, sts *appsv1.StatefulSet) (bool, string, string) {
+// with the reason and a message. written is the generation this pass wrote
+// (0 for none): a cached StatefulSet older than that has not yet shown the
+// write, and its status says nothing of the new spec.
+func rolling(db *dbpilotv1alpha1.Database, sts *appsv1.StatefulSet, written int64) (bool, string, string) {
 	if sts == nil {
 		return true, dbpilotv1alpha1.ReasonCreating, "Creating the StatefulSet"
 	}
 	status := sts.Status
 	want := db.EffectiveReplicas()
 	switch {
-	case status.ObservedGeneration < sts.Generation:
+	case status.ObservedGeneration < max(sts.Generation, written):
 		return true, dbpilotv1alpha1.ReasonRollingUpdate, "Waiting for the StatefulSet controller to observe the new spec"
 	case updating(status):
 		return true, dbpilotv1alpha1.ReasonRollingUpdate, fmt.Sprintf("Rolling pods to the new spec, replicas first: %d/%d updated", status.UpdatedReplicas, status.Replicas)
@@ -137,7 +142,7 @@ func buildConditions(db *dbpilotv1alpha1.Database, obs observation, current []me
 			fmt.Sprintf("Primary %s is not ready", obs.primary))
 	}
 
-	isRolling, reason, message := rolling(db, obs.statefulSet)
+	isRolling, reason, message := rolling(db, obs.statefulSet, obs.statefulSetWritten)
 	switch {
 	case db.Spec.Paused:
 		set(dbpilotv1alpha1.ConditionProgressing, metav1.ConditionFalse, dbpilotv1alpha1.ReasonPaused,

@@ -76,6 +76,20 @@ func TestBuildConditions(t *testing.T) {
 			progressingReason: dbpilotv1alpha1.ReasonScaling, degradedReason: dbpilotv1alpha1.ReasonAsExpected, phase: "Updating",
 		},
 		{
+			// The pass wrote generation 2; the cache still has 1, fully
+			// rolled out, which says nothing of the new template.
+			name: "a written StatefulSet the cache does not show yet", db: testDatabase(2),
+			obs:       observation{primary: "db-0", statefulSet: sts(2, 2, 2, "a", "a"), statefulSetWritten: 2, pods: []corev1.Pod{pod("db-0", true, old), pod("db-1", true, old)}},
+			available: metav1.ConditionTrue, progressing: metav1.ConditionTrue, degraded: metav1.ConditionFalse,
+			progressingReason: dbpilotv1alpha1.ReasonRollingUpdate, degradedReason: dbpilotv1alpha1.ReasonAsExpected, phase: "Updating",
+		},
+		{
+			name: "the cache shows the written StatefulSet", db: testDatabase(2),
+			obs:       observation{primary: "db-0", statefulSet: sts(2, 2, 2, "a", "a"), statefulSetWritten: 1, pods: []corev1.Pod{pod("db-0", true, old), pod("db-1", true, old)}},
+			available: metav1.ConditionTrue, progressing: metav1.ConditionFalse, degraded: metav1.ConditionFalse,
+			progressingReason: dbpilotv1alpha1.ReasonReconciled, degradedReason: dbpilotv1alpha1.ReasonAsExpected, phase: "Running",
+		},
+		{
 			name: "rolling a tier change", db: testDatabase(3),
 			obs:       observation{primary: "db-0", statefulSet: sts(3, 3, 1, "a", "b"), pods: []corev1.Pod{pod("db-0", true, old), pod("db-1", true, old), pod("db-2", true, recent)}},
 			available: metav1.ConditionTrue, progressing: metav1.ConditionTrue, degraded: metav1.ConditionFalse,

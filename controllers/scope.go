@@ -25,6 +25,10 @@ type scope struct {
 	credentialsProblem string
 	// volumeProblem says why a volume could not grow; empty when fine.
 	volumeProblem string
+	// statefulSetWritten is the generation this pass's write gave the
+	// StatefulSet, 0 without a write: the cached copy read afterwards may
+	// still be older.
+	statefulSetWritten int64
 	// observed is set once statefulSet and pods have been read.
 	observed bool
 	// replicas is the number of pods the StatefulSet runs: the effective

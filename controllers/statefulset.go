@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
@@ -73,8 +74,10 @@ func (r *DatabaseReconciler) reconcileStatefulSet(ctx context.Context, s *scope)
 		return ctrl.Result{}, fmt.Errorf("applying StatefulSet: %w", err)
 	}
 	if wrote {
-		// Later phases read what this write changes.
+		// Later phases read what this write changes. The apply answered
+		// with the object as stored.
 		s.observed = false
+		s.statefulSetWritten = ptr.Deref(sts.Generation, 0)
 		if live != nil && !resize.started {
 			r.recordChanges(db, live, hash, opts.Replicas)
 		}

@@ -80,6 +80,7 @@ func (r *DatabaseReconciler) writeStatus(ctx context.Context, s *scope, reconcil
 	}
 	obs := observation{
 		statefulSet:        s.statefulSet,
+		statefulSetWritten: s.statefulSetWritten,
 		pods:               s.pods,
 		credentialsProblem: s.credentialsProblem,
 		volumeProblem:      s.volumeProblem,

@@ -32,7 +32,9 @@ func TestControlPlaneRestarts(t *testing.T) {
 
 	// And when etcd goes down under the API server.
 	update(g, dbs[2], func(db *dbpilotv1alpha1.Database) { db.Spec.Replicas = ptr.To[int32](3) })
+	versions := watchVersions(t, g, dbs[0])
 	update(g, dbs[0], func(db *dbpilotv1alpha1.Database) { db.Spec.Tier = dbpilotv1alpha1.TierLarge })
+	tierChanged := dbs[0].Generation
 	down, err = cluster.Restart(ctx, "etcd")
 	g.Expect(err).NotTo(HaveOccurred())
 	t.Logf("etcd restarted: %.1fs until the API server was ready again", down.Seconds())
@@ -45,6 +47,13 @@ func TestControlPlaneRestarts(t *testing.T) {
 	}
 	g.Expect(*statefulSetOf(g, dbs[0]).Spec.Replicas).To(Equal(int32(3)))
 	g.Expect(dbs[0].Status.Tier).To(Equal(dbpilotv1alpha1.TierLarge))
+	// Not even for a moment, while the operator's cache caught up after
+	// etcd came back, did the status claim the tier change done early.
+	for _, v := range versions() {
+		if v.Generation >= tierChanged && claimsConverged(&v) {
+			g.Expect(v.Status.Tier).To(Equal(dbpilotv1alpha1.TierLarge), "status at resourceVersion %s claimed generation %d done", v.ResourceVersion, v.Generation)
+		}
+	}
 	g.Expect(dbs[1].Status.Tier).To(Equal(dbpilotv1alpha1.TierMedium))
 	g.Expect(*statefulSetOf(g, dbs[2]).Spec.Replicas).To(Equal(int32(3)))
 	select {

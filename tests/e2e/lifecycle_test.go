@@ -146,7 +146,9 @@ func TestTierChangeRollsReplicasFirst(t *testing.T) {
 		before[pod.Name] = string(pod.UID)
 	}
 
+	versions := watchVersions(t, g, db)
 	update(g, db, func(db *dbpilotv1alpha1.Database) { db.Spec.Tier = dbpilotv1alpha1.TierLarge })
+	changed := db.Generation
 
 	// While the replicas roll, the primary keeps its old pod.
 	sawPartition := false
@@ -170,6 +172,13 @@ func TestTierChangeRollsReplicasFirst(t *testing.T) {
 	}, convergeTimeout, 50*time.Millisecond).Should(Succeed())
 	g.Expect(sawPartition).To(BeTrue(), "the rollout held the primary back with partition 1")
 	waitConverged(g, db)
+	// No status claimed the change done before the primary ran the new
+	// tier, not even for the moment the operator's cache lagged its write.
+	for _, v := range versions() {
+		if v.Generation >= changed && claimsConverged(&v) {
+			g.Expect(v.Status.Tier).To(Equal(dbpilotv1alpha1.TierLarge), "status at resourceVersion %s claimed generation %d done", v.ResourceVersion, v.Generation)
+		}
+	}
 
 	for _, pod := range podsOf(g, db) {
 		g.Expect(string(pod.UID)).NotTo(Equal(before[pod.Name]), "pod %s was rolled", pod.Name)

@@ -1,0 +1,65 @@
+package e2e_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
+)
+
+// watchVersions records every version of db the API server sends from now
+// on; the returned func stops the watch and returns them in order. A watch
+// sees each write, where polling can miss a version that lived for
+// milliseconds.
+func watchVersions(t *testing.T, g Gomega, db *dbpilotv1alpha1.Database) func() []dbpilotv1alpha1.Database {
+	t.Helper()
+	c, err := client.NewWithWatch(restConfig, client.Options{Scheme: k8sClient.Scheme()})
+	g.Expect(err).NotTo(HaveOccurred())
+	ctx, cancel := context.WithCancel(context.Background())
+	w, err := c.Watch(ctx, &dbpilotv1alpha1.DatabaseList{}, client.InNamespace(db.Namespace),
+		client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector("metadata.name", db.Name)})
+	if err != nil {
+		cancel()
+	}
+	g.Expect(err).NotTo(HaveOccurred())
+	var (
+		mu       sync.Mutex
+		versions []dbpilotv1alpha1.Database
+		done     = make(chan struct{})
+	)
+	go func() {
+		defer close(done)
+		for event := range w.ResultChan() {
+			if got, ok := event.Object.(*dbpilotv1alpha1.Database); ok && event.Type != watch.Error {
+				mu.Lock()
+				versions = append(versions, *got.DeepCopy())
+				mu.Unlock()
+			}
+		}
+	}()
+	stop := func() []dbpilotv1alpha1.Database {
+		w.Stop()
+		cancel()
+		<-done
+		mu.Lock()
+		defer mu.Unlock()
+		return versions
+	}
+	t.Cleanup(func() { stop() })
+	return stop
+}
+
+// claimsConverged reports whether a version's status says the operator has
+// finished with its spec: observed at its generation and not Progressing.
+func claimsConverged(db *dbpilotv1alpha1.Database) bool {
+	progressing := meta.FindStatusCondition(db.Status.Conditions, dbpilotv1alpha1.ConditionProgressing)
+	return db.Status.ObservedGeneration == db.Generation && progressing != nil &&
+		progressing.Status == "False" && progressing.ObservedGeneration == db.Generation
+}
