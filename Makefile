@@ -133,9 +133,25 @@ test-unit: ## Unit tests: pure builders, setters, the decision engine, the insta
 # REALNODE=skip lets the suites that need a real node skip on a machine that
 # cannot run one; by default they fail there.
 REALNODE ?=
+# The real-node tests that judge the pods' CPU (the auto-pilot's, against
+# real load): they run with nothing beside them.
+REALNODE_CPU_TESTS ?= ^TestAutopilot
 .PHONY: test-integration
-test-integration: controlplane ## Integration and end-to-end tests on the local control plane (kwok, and the real node; REALNODE=skip skips its suites where the machine cannot run one), one package at a time.
-	DBPILOT_REALNODE=$(REALNODE) $(GO) test -count=1 -p 1 -timeout 40m ./internal/localcluster/... ./internal/objectstore/... ./tests/...
+test-integration: controlplane ## Integration and end-to-end tests on the local control plane (kwok, and the real node; REALNODE=skip skips its suites where the machine cannot run one): the kwok suites beside the real node's, then the real node's CPU-judging tests alone.
+	$(MAKE) --no-print-directory -j2 --output-sync=line test-kwok test-realnode
+	$(MAKE) --no-print-directory test-realnode-cpu
+
+.PHONY: test-kwok
+test-kwok: controlplane ## The integration suites on kwok's fake nodes (and the object store's), one package at a time.
+	$(GO) test -count=1 -p 1 -timeout 40m $$($(GO) list ./internal/objectstore/... ./tests/... | grep -v /tests/realnode)
+
+.PHONY: test-realnode
+test-realnode: controlplane ## The real node's suites but the CPU-judging tests, one package at a time (one real node per machine).
+	DBPILOT_REALNODE=$(REALNODE) $(GO) test -count=1 -p 1 -timeout 40m -skip '$(REALNODE_CPU_TESTS)' ./internal/localcluster/... ./tests/realnode/
+
+.PHONY: test-realnode-cpu
+test-realnode-cpu: controlplane ## The real node's CPU-judging tests (the auto-pilot's under real load).
+	DBPILOT_REALNODE=$(REALNODE) $(GO) test -count=1 -timeout 30m -run '$(REALNODE_CPU_TESTS)' ./tests/realnode/
 
 CHAOS_OPS ?= 1000
 CHAOS_ROUNDS ?= 3
