@@ -118,13 +118,24 @@ vet: ## Run go vet.
 ##@ Test
 
 .PHONY: test
-test: deps controlplane verify-generated vet test-unit fuzz test-olm test-integration ## Run every test suite (installs and builds what it needs).
+test: deps controlplane verify-generated ## Run every test suite (installs and builds what it needs): the real node's suites, then the OLM checks, beside everything that needs no real node; then the real node's CPU-judging tests alone.
+	$(MAKE) --no-print-directory -j2 --output-sync=line test-on-realnode test-beside-realnode
+	$(MAKE) --no-print-directory test-realnode-cpu
+
+.PHONY: test-on-realnode
+test-on-realnode: ## The real node's suites but the CPU-judging tests, then the OLM checks (whose scorecard runs on a real node too), one at a time.
+	$(MAKE) --no-print-directory -j1 test-realnode test-olm
+
+.PHONY: test-beside-realnode
+test-beside-realnode: ## What needs no real node, one at a time: the OLM checks' tools, the kwok suites, vet, the unit tests and the fuzzers (one worker each).
+	$(MAKE) --no-print-directory -j1 $(KUSTOMIZE) $(OPERATOR_SDK) test-kwok vet test-unit fuzz FUZZFLAGS=-parallel=1
 
 FUZZTIME ?= 20s
+FUZZFLAGS ?=
 .PHONY: fuzz
 fuzz: ## Fuzz the auto-pilot's decision engine (bounds, no NaN, determinism) and the builders (random valid Databases: valid, restricted children) for FUZZTIME each.
-	$(GO) test -run '^$$' -fuzz FuzzDecide -fuzztime $(FUZZTIME) ./autopilot/
-	$(GO) test -run '^$$' -fuzz FuzzBuilders -fuzztime $(FUZZTIME) ./controllers/desired/
+	$(GO) test -run '^$$' -fuzz FuzzDecide -fuzztime $(FUZZTIME) $(FUZZFLAGS) ./autopilot/
+	$(GO) test -run '^$$' -fuzz FuzzBuilders -fuzztime $(FUZZTIME) $(FUZZFLAGS) ./controllers/desired/
 
 .PHONY: test-unit
 test-unit: ## Unit tests: pure builders, setters, the decision engine, the instance program's statements.
