@@ -174,11 +174,7 @@ func TestTierChangeRollsReplicasFirst(t *testing.T) {
 	waitConverged(g, db)
 	// No status claimed the change done before the primary ran the new
 	// tier, not even for the moment the operator's cache lagged its write.
-	for _, v := range versions() {
-		if v.Generation >= changed && claimsConverged(&v) {
-			g.Expect(v.Status.Tier).To(Equal(dbpilotv1alpha1.TierLarge), "status at resourceVersion %s claimed generation %d done", v.ResourceVersion, v.Generation)
-		}
-	}
+	expectNoEarlyClaim(g, versions(), changed, dbpilotv1alpha1.TierLarge)
 
 	for _, pod := range podsOf(g, db) {
 		g.Expect(string(pod.UID)).NotTo(Equal(before[pod.Name]), "pod %s was rolled", pod.Name)

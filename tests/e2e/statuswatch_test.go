@@ -7,6 +7,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -29,29 +30,23 @@ func watchVersions(t *testing.T, g Gomega, db *dbpilotv1alpha1.Database) func() 
 		cancel()
 	}
 	g.Expect(err).NotTo(HaveOccurred())
-	var (
-		mu       sync.Mutex
-		versions []dbpilotv1alpha1.Database
-		done     = make(chan struct{})
-	)
+	var versions []dbpilotv1alpha1.Database
+	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		for event := range w.ResultChan() {
 			if got, ok := event.Object.(*dbpilotv1alpha1.Database); ok && event.Type != watch.Error {
-				mu.Lock()
 				versions = append(versions, *got.DeepCopy())
-				mu.Unlock()
 			}
 		}
 	}()
-	stop := func() []dbpilotv1alpha1.Database {
+	// versions is read only once the goroutine has ended.
+	stop := sync.OnceValue(func() []dbpilotv1alpha1.Database {
 		w.Stop()
 		cancel()
 		<-done
-		mu.Lock()
-		defer mu.Unlock()
 		return versions
-	}
+	})
 	t.Cleanup(func() { stop() })
 	return stop
 }
@@ -61,5 +56,16 @@ func watchVersions(t *testing.T, g Gomega, db *dbpilotv1alpha1.Database) func() 
 func claimsConverged(db *dbpilotv1alpha1.Database) bool {
 	progressing := meta.FindStatusCondition(db.Status.Conditions, dbpilotv1alpha1.ConditionProgressing)
 	return db.Status.ObservedGeneration == db.Generation && progressing != nil &&
-		progressing.Status == "False" && progressing.ObservedGeneration == db.Generation
+		progressing.Status == metav1.ConditionFalse && progressing.ObservedGeneration == db.Generation
+}
+
+// expectNoEarlyClaim fails on any version, from generation changed on,
+// whose status claims convergence while it reports a tier other than want:
+// the change claimed done before the primary ran it.
+func expectNoEarlyClaim(g Gomega, versions []dbpilotv1alpha1.Database, changed int64, want dbpilotv1alpha1.Tier) {
+	for _, v := range versions {
+		if v.Generation >= changed && claimsConverged(&v) {
+			g.Expect(v.Status.Tier).To(Equal(want), "status at resourceVersion %s claimed generation %d done", v.ResourceVersion, v.Generation)
+		}
+	}
 }
