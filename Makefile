@@ -186,11 +186,11 @@ demo-autopilot: controlplane manifests deps ## Watch the auto-pilot scale a Data
 	$(GO) run ./hack/demo-autopilot $(DEMO_FLAGS)
 
 .PHONY: bench-autopilot
-bench-autopilot: ## Replay the trace suite through the auto-pilot and the HPA baseline (charts in out/autopilot/), in the default and every shipped world (the noisy one also over 16 noise seeds), and time a 10,000-Database cycle.
+bench-autopilot: ## Replay the trace suite through the auto-pilot, the HPA baseline and the flap-free oracle (charts in out/autopilot/), in the default and every shipped world (the noisy one also over 16 noise seeds), and time a 10,000-Database cycle.
 	mkdir -p out/autopilot
 	$(GO) run ./autopilot/cmd/sim --charts out/autopilot
-	@for world in autopilot/sim/testdata/worlds/*.json; do echo "world $$(basename $$world .json):"; $(GO) run ./autopilot/cmd/sim --world $$world | tail -2; done
-	@echo "world noisy over seeds 7-22:"; $(GO) run ./autopilot/cmd/sim --world autopilot/sim/testdata/worlds/noisy.json --seeds 16 | tail -2
+	@for world in autopilot/sim/testdata/worlds/*.json; do echo "world $$(basename $$world .json):"; $(GO) run ./autopilot/cmd/sim --world $$world | tail -3; done
+	@echo "world noisy over seeds 7-22:"; $(GO) run ./autopilot/cmd/sim --world autopilot/sim/testdata/worlds/noisy.json --seeds 16 | tail -3
 	$(GO) test -count=1 -run '^$$' -bench BenchmarkDecideCycle -benchtime 3x ./autopilot/
 
 .PHONY: bench-failover

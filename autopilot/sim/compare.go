@@ -3,9 +3,11 @@ package sim
 import "fmt"
 
 // Comparison is the auto-pilot's, the HPA's and the HPA with a VPA's results
-// on the same traces.
+// on the same traces, and the oracle's cost: a floor under what any
+// controller that neither flaps nor overloads can cost there.
 type Comparison struct {
 	Autopilot, HPA, HPAVPA Result
+	OracleCost             float64
 	// Dominated counts the traces on which the HPA had both less overload
 	// and less cost than the auto-pilot.
 	Dominated int
@@ -13,7 +15,7 @@ type Comparison struct {
 
 // Compare replays one trace through the three controllers.
 func Compare(trace Trace, cfg Config) Comparison {
-	c := Comparison{Autopilot: RunAutopilot(trace, cfg), HPA: RunHPA(trace, cfg), HPAVPA: RunHPAVPA(trace, cfg)}
+	c := Comparison{Autopilot: RunAutopilot(trace, cfg), HPA: RunHPA(trace, cfg), HPAVPA: RunHPAVPA(trace, cfg), OracleCost: OracleCost(trace, cfg)}
 	if c.HPA.OverloadPodSeconds < c.Autopilot.OverloadPodSeconds && c.HPA.Cost < c.Autopilot.Cost {
 		c.Dominated = 1
 	}
@@ -46,7 +48,7 @@ func (c Comparison) Add(o Comparison) Comparison {
 	}
 	return Comparison{
 		Autopilot: add(c.Autopilot, o.Autopilot), HPA: add(c.HPA, o.HPA), HPAVPA: add(c.HPAVPA, o.HPAVPA),
-		Dominated: c.Dominated + o.Dominated,
+		Dominated: c.Dominated + o.Dominated, OracleCost: c.OracleCost + o.OracleCost,
 	}
 }
 
@@ -68,6 +70,14 @@ func (c Comparison) OverloadRatio() float64 {
 
 // CostRatio is the auto-pilot's cost over the HPA's.
 func (c Comparison) CostRatio() float64 { return c.Autopilot.Cost / c.HPA.Cost }
+
+// OracleLine compares the oracle with the HPA, and the auto-pilot with the
+// oracle: how much cheaper than the HPA a controller could be without a
+// flap or an overloaded pod, knowing the future and changing size
+// instantly, and how far above that floor the auto-pilot is.
+func (c Comparison) OracleLine() string {
+	return fmt.Sprintf("oracle/hpa cost_ratio=%.3f autopilot/oracle cost_ratio=%.3f", c.OracleCost/c.HPA.Cost, c.Autopilot.Cost/c.OracleCost)
+}
 
 // Summary is the final two lines of the simulator's output: the auto-pilot
 // against the HPA, and against the HPA with a VPA.

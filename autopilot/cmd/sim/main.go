@@ -67,20 +67,21 @@ func main() {
 			fmt.Printf("seed %d: %s\n", seeded.Seed, strings.SplitN(total.Summary(), "\n", 2)[0])
 			all = all.Add(total)
 		}
+		fmt.Println(all.OracleLine())
 		fmt.Println(all.Summary())
 		return
 	}
 
 	cfg := sim.ConfigFor(world)
 	table := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(table, "trace\toverload autopilot\toverload hpa\toverload hpa+vpa\tcost autopilot\tcost hpa\tcost hpa+vpa\tflaps autopilot\tflaps hpa\tchanges autopilot\tchanges hpa\twrite-unavailable s autopilot\twrite-unavailable s hpa+vpa\trestarts autopilot\tswitchovers autopilot\t")
+	fmt.Fprintln(table, "trace\toverload autopilot\toverload hpa\toverload hpa+vpa\tcost autopilot\tcost hpa\tcost hpa+vpa\tcost oracle\tflaps autopilot\tflaps hpa\tchanges autopilot\tchanges hpa\twrite-unavailable s autopilot\twrite-unavailable s hpa+vpa\trestarts autopilot\tswitchovers autopilot\t")
 	var total sim.Comparison
 	for _, trace := range traces {
 		cmp := sim.Compare(trace, cfg)
 		total = total.Add(cmp)
-		fmt.Fprintf(table, "%s\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%d\t%d\t%d\t%d\t%.0f\t%.0f\t%d\t%d\t\n", trace.Name,
+		fmt.Fprintf(table, "%s\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%d\t%d\t%d\t%d\t%.0f\t%.0f\t%d\t%d\t\n", trace.Name,
 			cmp.Autopilot.OverloadPodSeconds, cmp.HPA.OverloadPodSeconds, cmp.HPAVPA.OverloadPodSeconds,
-			cmp.Autopilot.Cost, cmp.HPA.Cost, cmp.HPAVPA.Cost,
+			cmp.Autopilot.Cost, cmp.HPA.Cost, cmp.HPAVPA.Cost, cmp.OracleCost,
 			cmp.Autopilot.Flaps, cmp.HPA.Flaps, cmp.Autopilot.Changes, cmp.HPA.Changes,
 			cmp.Autopilot.WriteUnavailableSeconds, cmp.HPAVPA.WriteUnavailableSeconds, cmp.Autopilot.Restarts, cmp.Autopilot.Switchovers)
 		if *chartDir != "" {
@@ -91,5 +92,6 @@ func main() {
 		}
 	}
 	table.Flush()
+	fmt.Println(total.OracleLine())
 	fmt.Println(total.Summary())
 }
