@@ -58,6 +58,12 @@ OLM_DIR := $(LOCALBIN)/olm/$(OLM_VERSION)
 GRPC_HEALTH_PROBE := $(LOCALBIN)/grpc-health-probe/$(GRPC_HEALTH_PROBE_VERSION)/grpc_health_probe
 VERSITYGW := $(LOCALBIN)/versitygw/$(VERSITYGW_VERSION)/versitygw
 KUBECTL := $(LOCALBIN)/kubectl
+# kwok's Stage manifests (node and pod lifecycles), copied from its module.
+KWOK_STAGES := $(dir $(KWOK))stages
+# The tools make test builds beside the real node's suites: kwok (the kwok
+# suites and the harness's own tests), OLM's (the real node's OLM test, the
+# catalog) and the S3 server (the backup tests).
+LATE_TOOLS := $(KWOK_STAGES)/.copied $(OLM_DIR)/.built $(OPM) $(GRPC_HEALTH_PROBE) $(VERSITYGW)
 BUILD_TOOL := hack/build-tool.sh
 
 # Progress of tool builds: "[n/m] building X", where m counts the tools that
@@ -118,16 +124,22 @@ vet: ## Run go vet.
 ##@ Test
 
 .PHONY: test
-test: deps controlplane verify-generated ## Run every test suite (installs and builds what it needs): the real node's suites, then the OLM checks, beside everything that needs no real node; then the real node's CPU-judging tests alone.
+test: deps controlplane-realnode verify-generated ## Run every test suite (installs and builds what it needs): the real node's suites, then the OLM checks, beside everything that needs no real node; then the real node's CPU-judging tests alone.
 	$(MAKE) --no-print-directory -j2 --output-sync=line test-on-realnode test-beside-realnode
 	$(MAKE) --no-print-directory test-realnode-cpu
 
+# The late tools, built once by whichever of make test's two streams asks
+# first (the other waits for the lock, then finds them built).
+LATE_TOOLS_BUILD = mkdir -p $(LOCALBIN) && flock $(LOCALBIN)/.late-tools.lock $(MAKE) --no-print-directory -j1 $(LATE_TOOLS)
+
 .PHONY: test-on-realnode
 test-on-realnode: ## The real node's suites but the CPU-judging tests, then the OLM checks (whose scorecard runs on a real node too), one at a time.
-	$(MAKE) --no-print-directory -j1 test-realnode test-olm
+	$(MAKE) --no-print-directory realnode-suites
+	$(MAKE) --no-print-directory test-olm
 
 .PHONY: test-beside-realnode
-test-beside-realnode: ## What needs no real node, one at a time: the OLM checks' tools, the kwok suites, vet, the unit tests and the fuzzers (one worker each).
+test-beside-realnode: ## What needs no real node, one at a time: the late tools (kwok's, OLM's, the S3 server) and the OLM checks', the kwok suites, vet, the unit tests and the fuzzers (one worker each).
+	$(LATE_TOOLS_BUILD)
 	$(MAKE) --no-print-directory -j1 $(KUSTOMIZE) $(OPERATOR_SDK) test-kwok vet test-unit fuzz FUZZFLAGS=-parallel=1
 
 FUZZTIME ?= 20s
@@ -156,12 +168,21 @@ test-integration: controlplane ## Integration and end-to-end tests on the local 
 test-kwok: controlplane ## The integration suites on kwok's fake nodes (and the object store's), one package at a time.
 	$(GO) test -count=1 -p 1 -timeout 40m $$($(GO) list ./internal/objectstore/... ./tests/... | grep -v /tests/realnode)
 
-.PHONY: test-realnode
-test-realnode: controlplane ## The real node's suites but the CPU-judging tests, one package at a time (one real node per machine).
-	DBPILOT_REALNODE=$(REALNODE) $(GO) test -count=1 -p 1 -timeout 40m -skip '$(REALNODE_CPU_TESTS)' ./internal/localcluster/... ./tests/realnode/
+.PHONY: test-realnode realnode-suites
+test-realnode: controlplane realnode-suites ## The real node's suites but the CPU-judging tests, one package at a time (one real node per machine).
+
+# The end-to-end suite but its OLM and S3 backup tests first: those and
+# the harness's own tests (which start kwok's fake nodes too) need the late
+# tools, which make test builds beside it.
+REALNODE_LATE_TESTS ?= ^(TestOLMInstallsTheOperator|TestBackupsAndPointInTimeRestore)$$
+realnode-suites: controlplane-realnode
+	DBPILOT_REALNODE=$(REALNODE) $(GO) test -count=1 -timeout 40m -skip '$(REALNODE_CPU_TESTS)|$(REALNODE_LATE_TESTS)' ./tests/realnode/
+	$(LATE_TOOLS_BUILD)
+	DBPILOT_REALNODE=$(REALNODE) $(GO) test -count=1 -timeout 20m -run '$(REALNODE_LATE_TESTS)' ./tests/realnode/
+	DBPILOT_REALNODE=$(REALNODE) $(GO) test -count=1 -timeout 10m ./internal/localcluster/...
 
 .PHONY: test-realnode-cpu
-test-realnode-cpu: controlplane ## The real node's CPU-judging tests (the auto-pilot's under real load).
+test-realnode-cpu: controlplane-realnode ## The real node's CPU-judging tests (the auto-pilot's under real load).
 	DBPILOT_REALNODE=$(REALNODE) $(GO) test -count=1 -timeout 30m -run '$(REALNODE_CPU_TESTS)' ./tests/realnode/
 
 CHAOS_OPS ?= 1000
@@ -234,7 +255,7 @@ ifeq ($(SCORECARD_CLUSTER),1)
 	$(OPERATOR_SDK) scorecard bundle --wait-time 120s
 else
 	@if $(GO) run ./hack/realnode-check; then \
-		$(MAKE) controlplane && $(GO) run ./hack/scorecard --operator-sdk $(OPERATOR_SDK) --scorecard-test $(SCORECARD_TEST) --bundle bundle; \
+		$(MAKE) controlplane-realnode && $(GO) run ./hack/scorecard --operator-sdk $(OPERATOR_SDK) --scorecard-test $(SCORECARD_TEST) --bundle bundle; \
 	else \
 		cd hack/tools/olm && $(GO) run ./scorecard-offline --scorecard-test $(SCORECARD_TEST) --bundle $(CURDIR)/bundle --work-dir $(LOCALBIN)/scorecard-root; \
 	fi
@@ -301,25 +322,37 @@ docker-push: ## Push the operator image.
 deps: ## Install the Debian packages the suites need (apt-get as root; otherwise print what to install).
 	@hack/install-debian-packages.sh $(DEBIAN_PACKAGES)
 
-.PHONY: controlplane
+.PHONY: controlplane controlplane-realnode
 CONTROLPLANE_STAMP := $(CONTROLPLANE)/.$(KUBE_VERSION)-$(ETCD_VERSION)-$(KWOK_VERSION)-$(COREDNS_VERSION)-$(OLM_VERSION)-$(OPM_VERSION)
 
-controlplane: $(CONTROLPLANE_STAMP) $(KUBECTL) ## Build the local cluster's binaries (control plane, kwok, the real node's, OLM's), linked into bin/controlplane.
+controlplane: controlplane-realnode $(LATE_TOOLS) ## Build the local cluster's binaries (control plane, kwok, the real node's, OLM's), linked into bin/controlplane.
 
-$(CONTROLPLANE_STAMP): $(KUBE_DIR)/.built $(ETCD) $(KWOK) $(COREDNS) $(OLM_DIR)/.built $(GRPC_HEALTH_PROBE) $(OPM) $(VERSITYGW)
-	rm -rf $(CONTROLPLANE) && mkdir -p $(CONTROLPLANE)/kwok-stages
+# What the real node's suites use but their OLM and S3 backup tests: every
+# binary but the late tools, whose links dangle until they are built (make
+# test builds them beside the suites).
+controlplane-realnode: $(CONTROLPLANE_STAMP) $(KUBECTL) ## Build the local cluster's binaries but kwok's, OLM's and the S3 server, linked into bin/controlplane.
+
+
+$(CONTROLPLANE_STAMP): $(KUBE_DIR)/.built $(ETCD) $(COREDNS)
+	rm -rf $(CONTROLPLANE) && mkdir -p $(CONTROLPLANE)
 	for b in kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy kubectl; do ln -s $(KUBE_DIR)/$$b $(CONTROLPLANE)/$$b; done
 	for b in olm catalog copy-content cpb crds; do ln -s $(OLM_DIR)/$$b $(CONTROLPLANE)/olm-$$b; done
 	ln -s $(ETCD) $(CONTROLPLANE)/etcd
 	ln -s $(KWOK) $(CONTROLPLANE)/kwok
+	ln -s $(KWOK_STAGES) $(CONTROLPLANE)/kwok-stages
 	ln -s $(COREDNS) $(CONTROLPLANE)/coredns
 	ln -s $(GRPC_HEALTH_PROBE) $(CONTROLPLANE)/grpc_health_probe
 	ln -s $(OPM) $(CONTROLPLANE)/opm
 	ln -s $(VERSITYGW) $(CONTROLPLANE)/versitygw
+	touch $@
+
+# kwok's Stage manifests (node and pod lifecycles), from its module.
+$(KWOK_STAGES)/.copied: $(KWOK)
 	stages=$$($(GO) env GOMODCACHE)/sigs.k8s.io/kwok@$(KWOK_VERSION)/kustomize/stage; \
+	rm -rf $(KWOK_STAGES) && mkdir -p $(KWOK_STAGES) && \
 	cp $$stages/node/fast/node-initialize.yaml $$stages/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml \
-	   $$stages/pod/fast/pod-ready.yaml $$stages/pod/fast/pod-complete.yaml $$stages/pod/fast/pod-delete.yaml $(CONTROLPLANE)/kwok-stages/
-	chmod -R u+w $(CONTROLPLANE)/kwok-stages
+	   $$stages/pod/fast/pod-ready.yaml $$stages/pod/fast/pod-complete.yaml $$stages/pod/fast/pod-delete.yaml $(KWOK_STAGES)/
+	chmod -R u+w $(KWOK_STAGES)
 	touch $@
 
 # kubectl alone, for install and deploy: building the control plane just to

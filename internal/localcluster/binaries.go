@@ -75,12 +75,16 @@ func RepoRoot() (string, error) {
 	}
 }
 
-// check returns an error naming every missing binary.
-func (b Binaries) check(realNode bool) error {
+// check returns an error naming every missing binary of a cluster with a
+// real node, fake nodes, or both.
+func (b Binaries) check(realNode, fakeNodes bool) error {
 	var missing []string
-	paths := []string{b.Etcd, b.APIServer, b.ControllerManager, b.Scheduler, b.Kwok, b.StagesDir}
+	paths := []string{b.Etcd, b.APIServer, b.ControllerManager, b.Scheduler}
 	if realNode {
 		paths = append(paths, b.Kubelet, b.KubeProxy, b.CoreDNS)
+	}
+	if fakeNodes {
+		paths = append(paths, b.Kwok, b.StagesDir)
 	}
 	for _, path := range paths {
 		if !fileExists(path) {

@@ -95,11 +95,11 @@ func Start(ctx context.Context, cfg Config) (c *Cluster, err error) {
 		}
 		cfg.Binaries = BinariesIn(dir)
 	}
-	if err := cfg.Binaries.check(cfg.RealNode); err != nil {
-		return nil, err
-	}
 	if cfg.Nodes == 0 && !cfg.RealNode {
 		cfg.Nodes = 3
+	}
+	if err := cfg.Binaries.check(cfg.RealNode, cfg.Nodes > 0); err != nil {
+		return nil, err
 	}
 	if cfg.ImageCacheDir == "" {
 		root, err := RepoRoot()
