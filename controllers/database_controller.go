@@ -162,6 +162,7 @@ func (r *DatabaseReconciler) reconcileNormal(ctx context.Context, s *scope) (ctr
 		r.reconcileCredentials,
 		r.reconcileReplicationSecret,
 		r.reconcileMetricsSecret,
+		r.reconcileTLS,
 		r.reconcileConfigMap,
 		r.reconcileDesignation,
 		r.reconcileRestoreSource,

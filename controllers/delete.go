@@ -18,7 +18,8 @@ import (
 // the finalizer; the other children go with the Database through their owner
 // references.
 //   - Retain: every claim, the replication Secret, a generated
-//     credentials Secret (without which the data could not be opened) and
+//     credentials Secret (without which the data could not be opened), the
+//     certificate authority's Secret (which clients trust) and
 //     the designation (which volume holds the primary's data) are
 //     labelled with the Database's name and released from their owner, so
 //     nothing collects them.
@@ -77,8 +78,9 @@ func (r *DatabaseReconciler) retainVolumes(ctx context.Context, db *dbpilotv1alp
 	}
 	// The Secrets dbpilot generated go with the volumes: the data there
 	// was written with their passwords (a replica's volume holds the
-	// replication password it streams with).
-	generated := []string{db.ReplicationSecretName()}
+	// replication password it streams with), and clients trust the
+	// certificate authority.
+	generated := []string{db.ReplicationSecretName(), db.CertificateAuthoritySecretName()}
 	if db.GeneratesCredentials() {
 		generated = append(generated, db.CredentialsSecretName())
 	}

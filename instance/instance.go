@@ -304,7 +304,14 @@ func Run(ctx context.Context, engine Engine, files CredentialFiles, probes Probe
 	log.Info("engine ready, credentials applied")
 
 	// The kubelet updates a mounted Secret's files in place: a changed
-	// Secret is applied to the running engine, without a restart.
+	// Secret is applied to the running engine, without a restart. The
+	// engine has just read its certificate.
+	var certificate FollowedFile
+	if reloader, ok := engine.(TLSReloader); ok && reloader.TLSFiles().Enabled() {
+		if content, _, err := certificate.Changed(reloader.TLSFiles().CertFile()); err == nil {
+			certificate.Applied(content)
+		}
+	}
 	ticker := time.NewTicker(credentialsPollInterval)
 	defer ticker.Stop()
 	for {
@@ -334,6 +341,13 @@ func Run(ctx context.Context, engine Engine, files CredentialFiles, probes Probe
 				}
 				cancel()
 			}
+			reloadCtx, cancel := context.WithTimeout(ctx, credentialsPollInterval)
+			if reloaded, err := followTLS(reloadCtx, engine, &certificate); err != nil {
+				log.Error("reloading the renewed server certificate; retrying", "error", err.Error())
+			} else if reloaded {
+				log.Info("server certificate renewed in the Secret: the engine serves the new one")
+			}
+			cancel()
 			latest, err := ReadCredentials(files.Dir, files.MonitoringPasswordFile)
 			if err != nil {
 				log.Error("reading the credentials", "error", err.Error())

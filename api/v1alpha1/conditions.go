@@ -109,4 +109,7 @@ const (
 	EventReasonBackupsPruned   = "BackupsPruned"
 	// EventReasonRestoring: a new Database restores a backup.
 	EventReasonRestoring = "Restoring"
+	// EventReasonCertificateIssued: the server certificate was issued
+	// again (renewed before its expiry, or its names changed).
+	EventReasonCertificateIssued = "CertificateIssued"
 )

@@ -53,6 +53,7 @@ func TestChildNamesFitAtMaximumNameLength(t *testing.T) {
 	names := []string{
 		db.PodName(15), db.HeadlessServiceName(), db.ReadWriteServiceName(), db.ReadOnlyServiceName(),
 		db.ConfigMapName(), db.DesignationConfigMapName(), db.CredentialsSecretName(), db.ReplicationSecretName(), db.PodDisruptionBudgetName(),
+		db.CertificateAuthoritySecretName(), db.ServerCertificateSecretName(),
 		db.ClaimName(15),
 		db.StatefulSetName() + "-" + strings.Repeat("f", 10), // controller-revision-hash
 	}
@@ -112,6 +113,34 @@ func TestEffectiveMaxConnections(t *testing.T) {
 	for _, tc := range cases {
 		if got := tc.db.EffectiveMaxConnections(); got != tc.want {
 			t.Errorf("%s: %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestServerNamesAreValidAtMaximumLengths checks every name of the server
+// certificate is a valid DNS name (a wildcard for the pods) for the longest
+// Database name in the longest namespace, and that the Services' hosts the
+// instances connect to are among them.
+func TestServerNamesAreValidAtMaximumLengths(t *testing.T) {
+	db := &Database{}
+	db.Name = "a" + strings.Repeat("b", 38) + "c"
+	db.Namespace = strings.Repeat("n", 63)
+	names := db.ServerNames()
+	for _, name := range names {
+		if errs := validation.IsWildcardDNS1123Subdomain(name); strings.HasPrefix(name, "*.") && len(errs) > 0 {
+			t.Errorf("%s: %v", name, errs)
+		} else if errs := validation.IsDNS1123Subdomain(name); !strings.HasPrefix(name, "*.") && len(errs) > 0 {
+			t.Errorf("%s: %v", name, errs)
+		}
+	}
+	for _, host := range []string{db.ServiceHost(db.ReadWriteServiceName()), db.ServiceHost(db.ReadOnlyServiceName()), db.ReadWriteServiceName(),
+		"*." + db.ServiceHost(db.HeadlessServiceName())} {
+		found := false
+		for _, name := range names {
+			found = found || name == host
+		}
+		if !found {
+			t.Errorf("%s is not among the server names %v", host, names)
 		}
 	}
 }

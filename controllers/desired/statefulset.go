@@ -52,6 +52,7 @@ const (
 	replicationVolumeName     = "replication"
 	designationVolumeName     = "designation"
 	metricsVolumeName         = "metrics"
+	tlsVolumeName             = "tls"
 )
 
 // PostgresPGData is PGDATA: a subdirectory of the volume's mount, because
@@ -247,6 +248,7 @@ func databaseContainer(db *dbpilotv1alpha1.Database, images imagecatalog.Catalog
 			corev1ac.VolumeMount().WithName(replicationVolumeName).WithMountPath(layout.ReplicationDir).WithReadOnly(true),
 			corev1ac.VolumeMount().WithName(designationVolumeName).WithMountPath(layout.DesignationDir).WithReadOnly(true),
 			corev1ac.VolumeMount().WithName(metricsVolumeName).WithMountPath(layout.MetricsDir).WithReadOnly(true),
+			corev1ac.VolumeMount().WithName(tlsVolumeName).WithMountPath(layout.TLSDir).WithReadOnly(true),
 		).
 		WithVolumeMounts(backupMounts...)
 	return container
@@ -269,6 +271,7 @@ func instanceArgs(db *dbpilotv1alpha1.Database) []string {
 			"--replication-password-file=" + path.Join(layout.ReplicationDir, layout.KeyReplicationPassword),
 			"--monitoring-password-file=" + path.Join(layout.ReplicationDir, layout.KeyMonitoringPassword),
 			"--designation-dir=" + layout.DesignationDir,
+			"--tls-dir=" + layout.TLSDir,
 			metricsAddressArg, metricsTokenArg,
 		}
 	}
@@ -282,6 +285,7 @@ func instanceArgs(db *dbpilotv1alpha1.Database) []string {
 		"--replication-password-file=" + path.Join(layout.ReplicationDir, layout.KeyReplicationPassword),
 		"--monitoring-password-file=" + path.Join(layout.ReplicationDir, layout.KeyMonitoringPassword),
 		"--designation-dir=" + layout.DesignationDir,
+		"--tls-dir=" + layout.TLSDir,
 		metricsAddressArg, metricsTokenArg,
 	}
 	if db.SynchronousReplicas() > 0 {
@@ -332,6 +336,12 @@ func podVolumes(db *dbpilotv1alpha1.Database) []*corev1ac.VolumeApplyConfigurati
 			WithDefaultMode(0o440)),
 		corev1ac.Volume().WithName(metricsVolumeName).WithSecret(corev1ac.SecretVolumeSource().
 			WithSecretName(dbpilotv1alpha1.MetricsSecretName).
+			WithDefaultMode(0o440)),
+		// The server certificate, renewed in place: root's files of mode
+		// 0440, which PostgreSQL accepts for a private key (one it owns
+		// must be 0600).
+		corev1ac.Volume().WithName(tlsVolumeName).WithSecret(corev1ac.SecretVolumeSource().
+			WithSecretName(db.ServerCertificateSecretName()).
 			WithDefaultMode(0o440)),
 		// Which instance is the primary: read when the instance starts,
 		// and by a running primary, which steps down when it names another.

@@ -44,6 +44,19 @@ const (
 	// ProgramInOperatorImage is where the operator's image keeps the
 	// instance program.
 	ProgramInOperatorImage = "/instance"
+	// TLSDir holds the Database's server certificate Secret as files: the
+	// engine and the instance program serve TLS with KeyTLSCert and
+	// KeyTLSKey, and verify the other instances with KeyCACert.
+	TLSDir = "/dbpilot/tls"
+)
+
+// Keys of the server certificate Secret (type kubernetes.io/tls) and of the
+// certificate authority Secret.
+const (
+	KeyTLSCert = "tls.crt"
+	KeyTLSKey  = "tls.key"
+	KeyCACert  = "ca.crt"
+	KeyCAKey   = "ca.key"
 )
 
 // Subcommands of the instance program.

@@ -62,6 +62,8 @@ type Engine struct {
 	// Restore, for a MariaDB Database bootstrapped from a backup, is the
 	// backup a new primary restores instead of creating empty tables.
 	Restore *layout.RestoreSource
+	// TLS is the server certificate the server serves, when mounted.
+	TLS instance.TLS
 
 	// appliedSuperuser is the superuser password last applied: MySQL's root
 	// logs in with it until a rotated one is applied.
@@ -156,7 +158,45 @@ func (e *Engine) ServerCommand() *exec.Cmd {
 	if e.hasReplicaData() {
 		args = append(args, "--read-only=ON")
 	}
+	args = append(args, TLSArgs(e.TLS)...)
 	return exec.Command(name, append(args, e.ExtraArgs...)...)
+}
+
+// TLSArgs serve TLS with the mounted server certificate, when there is
+// one: on the command line rather than in the generated configuration, so
+// a pod without the certificate (made before dbpilot issued one) starts
+// as it did.
+func TLSArgs(tls instance.TLS) []string {
+	if !tls.Enabled() {
+		return nil
+	}
+	return []string{"--ssl-cert=" + tls.CertFile(), "--ssl-key=" + tls.KeyFile(), "--ssl-ca=" + tls.CAFile(),
+		"--tls-version=TLSv1.2,TLSv1.3"}
+}
+
+var _ instance.TLSReloader = (*Engine)(nil)
+
+// TLSFiles are the mounted server certificate.
+func (e *Engine) TLSFiles() instance.TLS { return e.TLS }
+
+// ReloadTLS has the server read its certificate files again.
+func (e *Engine) ReloadTLS(ctx context.Context) error {
+	db, err := e.connect(ctx, instance.Credentials{})
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if _, err := db.ExecContext(ctx, reloadTLSStatement(e.Flavor)); err != nil {
+		return fmt.Errorf("reloading the server certificate: %w", err)
+	}
+	return nil
+}
+
+func reloadTLSStatement(flavor Flavor) string {
+	if flavor == MySQL {
+		return "ALTER INSTANCE RELOAD TLS"
+	}
+	return "FLUSH SSL"
 }
 
 // StopSignal is SIGTERM, the server's clean shutdown.

@@ -50,6 +50,8 @@ type Engine struct {
 	// Restore, for a Database bootstrapped from a backup, is the backup a
 	// new primary restores instead of running initdb.
 	Restore *layout.RestoreSource
+	// TLS is the server certificate the server serves, when mounted.
+	TLS instance.TLS
 
 	// followedConfig is the configuration file's content last reloaded;
 	// only the supervisor's loop uses it.
@@ -146,8 +148,39 @@ func (e *Engine) ServerCommand() *exec.Cmd {
 	if e.Restore != nil && e.recovering() {
 		args = append(args, RestoreArgs(programPath(), e.Restore.TargetTime)...)
 	}
+	args = append(args, TLSArgs(e.TLS)...)
 	args = append(args, e.ExtraArgs...)
 	return exec.Command("postgres", args...)
+}
+
+// TLSArgs turn TLS on with the mounted server certificate, when there is
+// one: on the command line rather than in the generated configuration, so
+// a pod without the certificate (made before dbpilot issued one) starts
+// as it did. The server reads the files again at each reload.
+func TLSArgs(tls instance.TLS) []string {
+	if !tls.Enabled() {
+		return nil
+	}
+	return []string{"-c", "ssl=on", "-c", "ssl_cert_file=" + tls.CertFile(), "-c", "ssl_key_file=" + tls.KeyFile(),
+		"-c", "ssl_min_protocol_version=TLSv1.2"}
+}
+
+var _ instance.TLSReloader = (*Engine)(nil)
+
+// TLSFiles are the mounted server certificate.
+func (e *Engine) TLSFiles() instance.TLS { return e.TLS }
+
+// ReloadTLS has the server reload, which reads its certificate again.
+func (e *Engine) ReloadTLS(ctx context.Context) error {
+	conn, err := e.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "SELECT pg_reload_conf()"); err != nil {
+		return fmt.Errorf("reloading the server certificate: %w", err)
+	}
+	return nil
 }
 
 // StopSignal is SIGINT: a fast shutdown, which disconnects clients and

@@ -56,6 +56,10 @@ func TestDeleteRetainKeepsData(t *testing.T) {
 	g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "archive-replication"}, replication)).To(Succeed(), "the replication password is kept")
 	g.Expect(replication.Labels).To(HaveKeyWithValue(dbpilotv1alpha1.LabelRetainedFrom, "archive"))
 	g.Expect(replication.OwnerReferences).To(BeEmpty())
+	authority := &corev1.Secret{}
+	g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "archive-ca"}, authority)).To(Succeed(), "the certificate authority clients trust is kept")
+	g.Expect(authority.Labels).To(HaveKeyWithValue(dbpilotv1alpha1.LabelRetainedFrom, "archive"))
+	g.Expect(authority.OwnerReferences).To(BeEmpty())
 	designation := &corev1.ConfigMap{}
 	g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "archive-primary"}, designation)).To(Succeed(), "the designation is kept")
 	g.Expect(designation.Labels).To(HaveKeyWithValue(dbpilotv1alpha1.LabelRetainedFrom, "archive"))
@@ -82,6 +86,8 @@ func TestDeleteRetainKeepsData(t *testing.T) {
 			}
 			g.Expect(pod.Labels).To(HaveKeyWithValue(dbpilotv1alpha1.LabelRole, want), pod.Name)
 		}
+		// Clients keep trusting the Database created again.
+		serverCertificate(g, again, authority.Data[layout.KeyCACert])
 	}, convergeTimeout, pollInterval).Should(Succeed())
 }
 

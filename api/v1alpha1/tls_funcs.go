@@ -1,0 +1,24 @@
+package v1alpha1
+
+// CertificateAuthoritySecretName is the Secret of the Database's own
+// certificate authority, which dbpilot generates: its ca.crt is what clients
+// verify the Database's servers with.
+func (d *Database) CertificateAuthoritySecretName() string { return d.Name + "-ca" }
+
+// ServerCertificateSecretName is the Secret (type kubernetes.io/tls) of the
+// certificate every pod of the Database serves, signed by its authority and
+// renewed by dbpilot before it expires.
+func (d *Database) ServerCertificateSecretName() string { return d.Name + "-tls" }
+
+// ServerNames are the DNS names the server certificate carries: each
+// Service's, short and qualified (the cluster domain assumed to be
+// cluster.local), and every pod's through the headless Service. The first
+// is the certificate's common name.
+func (d *Database) ServerNames() []string {
+	var names []string
+	for _, service := range []string{d.ReadWriteServiceName(), d.ReadOnlyServiceName(), d.HeadlessServiceName()} {
+		names = append(names, service, service+"."+d.Namespace, d.ServiceHost(service), d.ServiceHost(service)+".cluster.local")
+	}
+	pods := "*." + d.ServiceHost(d.HeadlessServiceName())
+	return append(names, pods, pods+".cluster.local")
+}

@@ -1,0 +1,190 @@
+// Package pki issues the certificates a Database serves TLS with: a
+// certificate authority of its own, which clients trust, and a server
+// certificate it signs for the names the Database is reached by.
+package pki
+
+import (
+	"bytes"
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"math/big"
+	"slices"
+	"time"
+)
+
+// Validity of what is issued. The authority lasts long, since every client
+// trusts it; server certificates are renewed well before they expire,
+// without restarting anything.
+const (
+	AuthorityValidity = 10 * 365 * 24 * time.Hour
+	ServerValidity    = 365 * 24 * time.Hour
+	// RenewBefore is how long before its expiry a server certificate is
+	// replaced.
+	RenewBefore = 30 * 24 * time.Hour
+	// backdate covers clocks a little behind the issuer's.
+	backdate = 5 * time.Minute
+)
+
+// KeyPair is a certificate and its private key, PEM-encoded.
+type KeyPair struct {
+	CertPEM, KeyPEM []byte
+}
+
+// NewAuthority creates a self-signed certificate authority that signs
+// server certificates only.
+func NewAuthority(commonName string, now time.Time) (KeyPair, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return KeyPair{}, err
+	}
+	template, err := certificateTemplate(commonName, now, AuthorityValidity)
+	if err != nil {
+		return KeyPair{}, err
+	}
+	template.IsCA = true
+	template.BasicConstraintsValid = true
+	template.MaxPathLenZero = true
+	template.KeyUsage = x509.KeyUsageCertSign | x509.KeyUsageCRLSign
+	der, err := x509.CreateCertificate(rand.Reader, template, template, key.Public(), key)
+	if err != nil {
+		return KeyPair{}, err
+	}
+	return encode(der, key)
+}
+
+// IssueServer signs a server certificate for dnsNames (the first is also
+// its common name) with the authority.
+func IssueServer(authority KeyPair, dnsNames []string, now time.Time) (KeyPair, error) {
+	if len(dnsNames) == 0 {
+		return KeyPair{}, errors.New("a server certificate needs a name")
+	}
+	caCert, caKey, err := authority.parse()
+	if err != nil {
+		return KeyPair{}, fmt.Errorf("the certificate authority: %w", err)
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return KeyPair{}, err
+	}
+	template, err := certificateTemplate(dnsNames[0], now, ServerValidity)
+	if err != nil {
+		return KeyPair{}, err
+	}
+	template.DNSNames = slices.Clone(dnsNames)
+	template.KeyUsage = x509.KeyUsageDigitalSignature
+	template.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
+	der, err := x509.CreateCertificate(rand.Reader, template, caCert, key.Public(), caKey)
+	if err != nil {
+		return KeyPair{}, err
+	}
+	return encode(der, key)
+}
+
+// AuthorityProblem says why the authority cannot sign (it does not parse,
+// its key is not its certificate's, it is no authority, or it has expired
+// at now); empty when it can.
+func AuthorityProblem(authority KeyPair, now time.Time) string {
+	cert, _, err := authority.parse()
+	switch {
+	case err != nil:
+		return err.Error()
+	case !cert.IsCA:
+		return "the certificate is not a certificate authority"
+	case now.After(cert.NotAfter):
+		return "it expired at " + cert.NotAfter.UTC().Format(time.RFC3339)
+	}
+	return ""
+}
+
+// ServerRenewal says why the server certificate must be issued again: it
+// is missing or does not parse, its key is not its own, the authority did
+// not sign it, its names are not dnsNames, or it expires within
+// RenewBefore of now. Empty when it is good; renewAt is then when it will
+// need renewing.
+func ServerRenewal(server, authority KeyPair, dnsNames []string, now time.Time) (reason string, renewAt time.Time) {
+	if len(server.CertPEM) == 0 || len(server.KeyPEM) == 0 {
+		return "there is none", time.Time{}
+	}
+	cert, _, err := server.parse()
+	if err != nil {
+		return err.Error(), time.Time{}
+	}
+	caCert, _, err := authority.parse()
+	if err != nil {
+		return "the certificate authority: " + err.Error(), time.Time{}
+	}
+	if err := cert.CheckSignatureFrom(caCert); err != nil {
+		return "the certificate authority did not sign it", time.Time{}
+	}
+	if !slices.Equal(cert.DNSNames, dnsNames) {
+		return "the names it is reached by changed", time.Time{}
+	}
+	renewAt = cert.NotAfter.Add(-RenewBefore)
+	if !now.Before(renewAt) {
+		return "it expires at " + cert.NotAfter.UTC().Format(time.RFC3339), time.Time{}
+	}
+	return "", renewAt
+}
+
+func certificateTemplate(commonName string, now time.Time, validity time.Duration) (*x509.Certificate, error) {
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+	if err != nil {
+		return nil, err
+	}
+	return &x509.Certificate{
+		SerialNumber: serial,
+		Subject:      pkix.Name{CommonName: commonName, Organization: []string{"dbpilot"}},
+		NotBefore:    now.Add(-backdate),
+		NotAfter:     now.Add(validity),
+	}, nil
+}
+
+func encode(der []byte, key *ecdsa.PrivateKey) (KeyPair, error) {
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return KeyPair{}, err
+	}
+	return KeyPair{
+		CertPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		KeyPEM:  pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}),
+	}, nil
+}
+
+// parse decodes the pair and checks that the key is the certificate's.
+func (k KeyPair) parse() (*x509.Certificate, crypto.Signer, error) {
+	certBlock, _ := pem.Decode(k.CertPEM)
+	if certBlock == nil || certBlock.Type != "CERTIFICATE" {
+		return nil, nil, errors.New("no PEM certificate")
+	}
+	cert, err := x509.ParseCertificate(certBlock.Bytes)
+	if err != nil {
+		return nil, nil, fmt.Errorf("parsing the certificate: %w", err)
+	}
+	keyBlock, _ := pem.Decode(k.KeyPEM)
+	if keyBlock == nil {
+		return nil, nil, errors.New("no PEM private key")
+	}
+	parsed, err := x509.ParsePKCS8PrivateKey(keyBlock.Bytes)
+	if err != nil {
+		return nil, nil, fmt.Errorf("parsing the private key: %w", err)
+	}
+	key, ok := parsed.(crypto.Signer)
+	if !ok {
+		return nil, nil, errors.New("the private key cannot sign")
+	}
+	public, err := x509.MarshalPKIXPublicKey(key.Public())
+	if err != nil {
+		return nil, nil, err
+	}
+	if !bytes.Equal(public, cert.RawSubjectPublicKeyInfo) {
+		return nil, nil, errors.New("the private key is not the certificate's")
+	}
+	return cert, key, nil
+}
