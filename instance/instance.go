@@ -314,6 +314,7 @@ func Run(ctx context.Context, engine Engine, files CredentialFiles, probes Probe
 	}
 	ticker := time.NewTicker(credentialsPollInterval)
 	defer ticker.Stop()
+	var secured time.Time
 	for {
 		select {
 		case err := <-exited:
@@ -348,6 +349,16 @@ func Run(ctx context.Context, engine Engine, files CredentialFiles, probes Probe
 				log.Info("server certificate renewed in the Secret: the engine serves the new one")
 			}
 			cancel()
+			if securer, ok := engine.(ReplicationSecurer); ok && time.Since(secured) >= secureReplicationInterval {
+				secured = time.Now()
+				secureCtx, cancel := context.WithTimeout(ctx, credentialsPollInterval)
+				if changed, err := securer.SecureReplication(secureCtx); err != nil {
+					log.Error("verifying the primary's certificate for replication; retrying", "error", err.Error())
+				} else if changed {
+					log.Info("replication now verifies the primary's certificate")
+				}
+				cancel()
+			}
 			latest, err := ReadCredentials(files.Dir, files.MonitoringPasswordFile)
 			if err != nil {
 				log.Error("reading the credentials", "error", err.Error())

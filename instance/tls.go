@@ -2,8 +2,12 @@ package instance
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/dbpilot/dbpilot/instance/layout"
 )
@@ -38,6 +42,20 @@ func (t TLS) Enabled() bool {
 	return true
 }
 
+// VerifyingConfig is a client's TLS configuration that verifies a server's
+// certificate for host against the Database's authority.
+func (t TLS) VerifyingConfig(host string) (*tls.Config, error) {
+	authority, err := os.ReadFile(t.CAFile())
+	if err != nil {
+		return nil, err
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(authority) {
+		return nil, errors.New("the authority's certificate does not parse")
+	}
+	return &tls.Config{RootCAs: roots, ServerName: host, MinVersion: tls.VersionTLS12}, nil
+}
+
 // TLSReloader is an engine that serves TLS and takes a renewed certificate
 // while it runs.
 type TLSReloader interface {
@@ -64,3 +82,20 @@ func followTLS(ctx context.Context, engine Engine, followed *FollowedFile) (bool
 	followed.Applied(content)
 	return true, nil
 }
+
+// ReplicationSecurer is an engine whose replica may connect to its primary
+// without verifying the primary's certificate (it was cloned or rejoined
+// while the primary served no TLS, or before dbpilot issued certificates),
+// and that switches to a verified connection once the primary serves its
+// certificate.
+type ReplicationSecurer interface {
+	// SecureReplication verifies the primary's certificate and, when it
+	// verifies, makes replication use it; it reports whether it changed
+	// the connection. A primary or a replica already verifying changes
+	// nothing.
+	SecureReplication(ctx context.Context) (bool, error)
+}
+
+// secureReplicationInterval is how often a replica looks at whether its
+// connection to the primary can be verified.
+const secureReplicationInterval = 10 * time.Second

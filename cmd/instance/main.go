@@ -139,7 +139,8 @@ func run(args []string, log *slog.Logger) error {
 	var engine instance.Engine
 	switch *engineName {
 	case "postgres":
-		replication := postgres.Replication{PrimaryHost: *cloneFrom, Port: *clonePort, SlotName: layout.SlotName(r.name), Password: r.password}
+		replication := postgres.Replication{PrimaryHost: *cloneFrom, Port: *clonePort, SlotName: layout.SlotName(r.name), Password: r.password,
+			TLS: instance.TLS{Dir: *tlsDir}}
 		if r.replica {
 			replication.CloneFrom = *cloneFrom
 		}
@@ -151,7 +152,7 @@ func run(args []string, log *slog.Logger) error {
 		engine = pg
 	case string(mysql.MariaDB), string(mysql.MySQL):
 		replication := mysql.Replication{PrimaryHost: *cloneFrom, Port: *clonePort, InstancePort: *cloneInstancePort, Password: r.password,
-			ServerID: r.ordinal + 1, SemiSync: *semiSync}
+			ServerID: r.ordinal + 1, SemiSync: *semiSync, TLS: instance.TLS{Dir: *tlsDir}}
 		if r.replica {
 			replication.CloneFrom = *cloneFrom
 		}

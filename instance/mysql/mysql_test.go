@@ -174,3 +174,32 @@ func TestUnusableReason(t *testing.T) {
 		t.Errorf("a primary that cannot be reached is no reason to clone again: %q", got)
 	}
 }
+
+func TestReplicaStatementsVerifyThePrimaryWhenTold(t *testing.T) {
+	r := Replication{CloneFrom: "orders-rw.shop.svc", Port: 3306, Password: "pw", TLS: instance.TLS{Dir: "/dbpilot/tls"}}
+	verified := "MASTER_SSL=1, MASTER_SSL_CA='/dbpilot/tls/ca.crt', MASTER_SSL_VERIFY_SERVER_CERT=1"
+	for name, stmts := range map[string][]Statement{
+		"clone":  ReplicaStatements(r, "0-1-5", true),
+		"rejoin": RejoinStatements(r, true),
+	} {
+		if sql := stmts[len(stmts)-2].SQL; !strings.HasSuffix(sql, ", "+verified) {
+			t.Errorf("%s: %s", name, sql)
+		}
+	}
+	for name, stmts := range map[string][]Statement{
+		"clone":  ReplicaStatements(r, "0-1-5", false),
+		"rejoin": RejoinStatements(r, false),
+	} {
+		for _, s := range stmts {
+			if strings.Contains(s.SQL, "MASTER_SSL") {
+				t.Errorf("%s without TLS: %s", name, s.SQL)
+			}
+		}
+	}
+	// Switching a running replica keeps where it replicates from: no
+	// host (which would reset its position) and no GTID mode.
+	switched := SecureReplicationStatements(r)
+	if switched[1].SQL != "CHANGE MASTER TO "+verified || switched[0].SQL != "STOP SLAVE" || switched[2].SQL != "START SLAVE" {
+		t.Errorf("switching to TLS: %+v", switched)
+	}
+}

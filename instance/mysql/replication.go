@@ -51,6 +51,9 @@ type Replication struct {
 	// SemiSync makes a primary wait for a replica to acknowledge each
 	// commit; it is turned on once the program's own statements are done.
 	SemiSync bool
+	// TLS is this pod's certificate: with it, a MariaDB replica verifies
+	// its primary's certificate once the primary serves one.
+	TLS instance.TLS
 }
 
 // semiSyncStatement turns on the primary's side of semi-synchronous
@@ -180,15 +183,26 @@ func backupGTID(dir string) (string, error) {
 }
 
 // ReplicaStatements point a cloned replica at its primary from the GTID
-// position its backup ended at.
-func ReplicaStatements(r Replication, gtid string) []Statement {
+// position its backup ended at, verifying the primary's certificate when
+// verifyTLS is set.
+func ReplicaStatements(r Replication, gtid string, verifyTLS bool) []Statement {
 	return []Statement{
 		{"setting the replica's GTID position", "SET GLOBAL gtid_slave_pos = " + quoteString(gtid)},
 		{"pointing the replica at its primary", fmt.Sprintf(
 			"CHANGE MASTER TO MASTER_HOST=%s, MASTER_PORT=%d, MASTER_USER=%s, MASTER_PASSWORD=%s, MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=5",
-			quoteString(r.primaryHost()), r.port(), quoteString(ReplicationUser), quoteString(r.Password))},
+			quoteString(r.primaryHost()), r.port(), quoteString(ReplicationUser), quoteString(r.Password)) + tlsClause(r, verifyTLS)},
 		{"starting replication", "START SLAVE"},
 	}
+}
+
+// tlsClause adds CHANGE MASTER's verified TLS options when verifyTLS is
+// set; without, the replica connects without TLS until SecureReplication
+// finds the primary serves it.
+func tlsClause(r Replication, verifyTLS bool) string {
+	if !verifyTLS {
+		return ""
+	}
+	return ", " + verifiedTLSOptions(r)
 }
 
 // primaryHost is where a replica replicates from.
@@ -294,7 +308,10 @@ func (e *Engine) startReplica(ctx context.Context, db *sql.DB) error {
 	if err != nil {
 		return err
 	}
-	for _, stmt := range ReplicaStatements(e.Replication, strings.TrimSpace(string(gtid))) {
+	// Whether the primary serves TLS is asked first; asking fails (it may
+	// not answer yet): SecureReplication asks again later.
+	verified, _ := e.Replication.primaryServesVerifiedTLS(ctx)
+	for _, stmt := range ReplicaStatements(e.Replication, strings.TrimSpace(string(gtid)), verified) {
 		if _, err := db.ExecContext(ctx, stmt.SQL); err != nil {
 			return fmt.Errorf("%s: %w", stmt.What, err)
 		}

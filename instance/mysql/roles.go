@@ -152,12 +152,12 @@ const rejoinTimeout = 30 * time.Second
 
 // RejoinStatements point a former primary at the designated primary from
 // its own GTID position (gtid_current_pos: what it wrote and what it
-// replicated).
-func RejoinStatements(r Replication) []Statement {
+// replicated), verifying its certificate when verifyTLS is set.
+func RejoinStatements(r Replication, verifyTLS bool) []Statement {
 	return []Statement{
 		{"pointing the former primary at the new one", fmt.Sprintf(
 			"CHANGE MASTER TO MASTER_HOST=%s, MASTER_PORT=%d, MASTER_USER=%s, MASTER_PASSWORD=%s, MASTER_USE_GTID=current_pos, MASTER_CONNECT_RETRY=5",
-			quoteString(r.primaryHost()), r.port(), quoteString(ReplicationUser), quoteString(r.Password))},
+			quoteString(r.primaryHost()), r.port(), quoteString(ReplicationUser), quoteString(r.Password)) + tlsClause(r, verifyTLS)},
 		{"starting replication", "START SLAVE"},
 	}
 }
@@ -170,7 +170,8 @@ func (e *Engine) startRejoin(ctx context.Context, db *sql.DB) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, rejoinTimeout)
 	defer cancel()
-	for _, stmt := range RejoinStatements(e.Replication) {
+	verified, _ := e.Replication.primaryServesVerifiedTLS(ctx)
+	for _, stmt := range RejoinStatements(e.Replication, verified) {
 		if _, err := db.ExecContext(ctx, stmt.SQL); err != nil {
 			return fmt.Errorf("%s: %w", stmt.What, err)
 		}

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/dbpilot/dbpilot/instance"
 )
 
 // TestSCRAMVerifier checks the verifier against one computed independently
@@ -77,5 +79,36 @@ func TestSlotWALBound(t *testing.T) {
 	args := strings.Join((&Engine{DataDir: dir}).ServerCommand().Args, " ")
 	if !strings.Contains(args, "-c "+want) {
 		t.Errorf("server arguments %s lack %s", args, want)
+	}
+}
+
+func TestStandbyConfigVerifiesThePrimaryWhenTold(t *testing.T) {
+	r := Replication{PrimaryHost: "orders-rw.shop.svc", Password: "pw", SlotName: "orders_1", TLS: instance.TLS{Dir: "/dbpilot/tls"}}
+	verified := StandbyConfig("", r, sslVerifyFull)
+	if !strings.Contains(verified, "sslmode=verify-full sslrootcert=''/dbpilot/tls/ca.crt''") {
+		t.Errorf("verify-full standby configuration:\n%s", verified)
+	}
+	if plain := StandbyConfig("", r, ""); strings.Contains(plain, "sslmode") {
+		t.Errorf("a standby configuration without an sslmode sets one:\n%s", plain)
+	}
+	env := r.sslEnv(sslVerifyFull)
+	if strings.Join(env, " ") != "PGSSLMODE=verify-full PGSSLROOTCERT=/dbpilot/tls/ca.crt" {
+		t.Errorf("environment: %v", env)
+	}
+}
+
+func TestVerifiesPrimary(t *testing.T) {
+	for conninfo, want := range map[string]bool{
+		"host=x sslmode='verify-full' sslrootcert='/ca.crt'": true,
+		"sslmode=verify-full host=x":                          true,
+		"host=x sslmode = verify-full":                        true,
+		"host=x sslmode=prefer":                               false,
+		"host=x sslmode='verify-ca'":                          false,
+		"host=x":                                              false,
+		"host=x application_name=sslmode=verify-full":         false,
+	} {
+		if got := verifiesPrimary(conninfo); got != want {
+			t.Errorf("%q: %t, want %t", conninfo, got, want)
+		}
 	}
 }

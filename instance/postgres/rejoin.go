@@ -153,10 +153,15 @@ func (e *Engine) rewind(ctx context.Context, creds instance.Credentials, log *sl
 	if err != nil {
 		return fmt.Errorf("the new primary at %s does not answer, so this former primary cannot rewind to follow it: %w", r.CloneFrom, err)
 	}
+	mode, err := r.sslMode(ctx, r.CloneFrom)
+	if err != nil {
+		return fmt.Errorf("asking the new primary %s for TLS: %w", r.CloneFrom, err)
+	}
 	cmd := exec.CommandContext(ctx, "pg_rewind", RewindArgs(e.DataDir, r)...)
 	// The superuser's password goes in the environment, never on a
 	// command line or in a log.
 	cmd.Env = append(os.Environ(), "PGPASSWORD="+creds.SuperuserPassword, "PGCONNECT_TIMEOUT=10", "LC_ALL=C")
+	cmd.Env = append(cmd.Env, r.sslEnv(mode)...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		log.Info("pg_rewind failed; the replica checks decide whether the data can follow", "error", err.Error(), "output", lastLines(string(out), 5))
@@ -234,7 +239,11 @@ func (e *Engine) replicaProblem(ctx context.Context, replayed uint64) (string, e
 // replicationConnection opens a physical replication connection to the
 // primary as the replication user.
 func (r Replication) replicationConnection(ctx context.Context) (*pgconn.PgConn, error) {
-	cfg, err := pgconn.ParseConfig("")
+	mode, err := r.sslMode(ctx, r.CloneFrom)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := pgconn.ParseConfig(strings.Join(r.sslOptions(mode), " "))
 	if err != nil {
 		return nil, err
 	}

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/dbpilot/dbpilot/instance"
 )
 
 // ReplicationUser is the role replicas stream as.
@@ -32,6 +34,60 @@ type Replication struct {
 	// SlotName is this instance's physical replication slot on the primary,
 	// so the primary keeps the WAL this replica has not received yet.
 	SlotName string
+	// TLS is this pod's certificate: with it, connections to the primary
+	// verify the primary's certificate against the Database's authority
+	// once the primary serves one.
+	TLS instance.TLS
+}
+
+// SSL modes of connections to the primary.
+const (
+	// sslVerifyFull verifies the primary's certificate for its host.
+	sslVerifyFull = "verify-full"
+	// sslPrefer is libpq's default: TLS where the server offers it,
+	// unverified, else none.
+	sslPrefer = "prefer"
+)
+
+// sslMode is the sslmode of connections to the primary at host:
+// verify-full when this pod has its certificate and the primary serves one
+// of the Database's authority; prefer when either has none (a pod from
+// before dbpilot issued certificates). A primary whose certificate does
+// not verify is an error: nothing is sent to it.
+func (r Replication) sslMode(ctx context.Context, host string) (string, error) {
+	if !r.TLS.Enabled() {
+		return sslPrefer, nil
+	}
+	verified, err := ServesVerifiedTLS(ctx, host, r.port(), r.TLS)
+	switch {
+	case err != nil:
+		return "", err
+	case verified:
+		return sslVerifyFull, nil
+	}
+	return sslPrefer, nil
+}
+
+// sslEnv is the environment that gives libpq's programs (pg_basebackup,
+// pg_rewind) the sslmode, and the authority to verify with.
+func (r Replication) sslEnv(mode string) []string {
+	env := []string{"PGSSLMODE=" + mode}
+	if mode == sslVerifyFull {
+		env = append(env, "PGSSLROOTCERT="+r.TLS.CAFile())
+	}
+	return env
+}
+
+// sslOptions are the conninfo options of mode.
+func (r Replication) sslOptions(mode string) []string {
+	if mode == "" {
+		return nil
+	}
+	options := []string{"sslmode=" + mode}
+	if mode == sslVerifyFull {
+		options = append(options, "sslrootcert="+conninfoValue(r.TLS.CAFile()))
+	}
+	return options
 }
 
 // BasebackupArgs are pg_basebackup's arguments to clone the primary into
@@ -70,12 +126,18 @@ func (e *Engine) clone(ctx context.Context) error {
 	if e.Replication.Password == "" {
 		return errors.New("cloning a replica needs the replication password")
 	}
+	mode, err := e.Replication.sslMode(ctx, e.Replication.CloneFrom)
+	if err != nil {
+		return fmt.Errorf("asking the primary %s for TLS: %w", e.Replication.CloneFrom, err)
+	}
 	run := func(createSlot bool) ([]byte, error) {
 		cmd := exec.CommandContext(ctx, "pg_basebackup", e.Replication.BasebackupArgs(e.DataDir, createSlot)...)
-		// The application name (written into primary_conninfo with the
-		// rest of the connection) names the standby in the primary's
-		// pg_stat_replication by its slot, as a rejoined one is named.
+		// The application name and the sslmode (written into
+		// primary_conninfo with the rest of the connection) name the
+		// standby in the primary's pg_stat_replication by its slot, as a
+		// rejoined one is named, and keep it verifying the primary.
 		cmd.Env = append(os.Environ(), "PGPASSWORD="+e.Replication.Password, "PGCONNECT_TIMEOUT=10", "PGAPPNAME="+e.Replication.SlotName)
+		cmd.Env = append(cmd.Env, e.Replication.sslEnv(mode)...)
 		return cmd.CombinedOutput()
 	}
 	out, err := run(true)

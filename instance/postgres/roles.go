@@ -93,30 +93,37 @@ func (e *Engine) writeStandbyConfig() error {
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
-	if err := os.WriteFile(path, []byte(StandbyConfig(string(existing), r)), 0o600); err != nil {
+	// The primary it follows next may not serve TLS yet: libpq's default
+	// until SecureReplication finds it does.
+	if err := os.WriteFile(path, []byte(StandbyConfig(string(existing), r, "")), 0o600); err != nil {
 		return err
 	}
 	return os.WriteFile(filepath.Join(e.DataDir, standbySignal), nil, 0o600)
 }
 
 // StandbyConfig is postgresql.auto.conf with the standby settings of r in
-// place of any earlier ones.
-func StandbyConfig(existing string, r Replication) string {
+// place of any earlier ones, connecting with sslmode (libpq's default when
+// empty).
+func StandbyConfig(existing string, r Replication, sslmode string) string {
 	lines := strings.Split(strings.TrimSuffix(withoutSettings(existing, standbySettings), "\n"), "\n")
 	if lines[0] == "" {
 		lines = nil
 	}
-	conninfo := strings.Join([]string{
+	lines = append(lines,
+		"primary_conninfo = "+literal(r.primaryConninfo(sslmode)),
+		"primary_slot_name = "+literal(r.SlotName))
+	return strings.Join(lines, "\n") + "\n"
+}
+
+// primaryConninfo is how a replica connects to its primary.
+func (r Replication) primaryConninfo(sslmode string) string {
+	return strings.Join(append([]string{
 		"host=" + conninfoValue(r.PrimaryHost),
 		"port=" + strconv.Itoa(r.port()),
 		"user=" + ReplicationUser,
 		"password=" + conninfoValue(r.Password),
 		"application_name=" + conninfoValue(r.SlotName),
-	}, " ")
-	lines = append(lines,
-		"primary_conninfo = "+literal(conninfo),
-		"primary_slot_name = "+literal(r.SlotName))
-	return strings.Join(lines, "\n") + "\n"
+	}, r.sslOptions(sslmode)...), " ")
 }
 
 // conninfoValue quotes a libpq connection string value.

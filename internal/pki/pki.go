@@ -15,6 +15,7 @@ import (
 	"errors"
 	"fmt"
 	"math/big"
+	"net"
 	"slices"
 	"time"
 )
@@ -59,10 +60,10 @@ func NewAuthority(commonName string, now time.Time) (KeyPair, error) {
 	return encode(der, key)
 }
 
-// IssueServer signs a server certificate for dnsNames (the first is also
-// its common name) with the authority.
-func IssueServer(authority KeyPair, dnsNames []string, now time.Time) (KeyPair, error) {
-	if len(dnsNames) == 0 {
+// IssueServer signs a server certificate for names (DNS names, or IP
+// addresses; the first is also its common name) with the authority.
+func IssueServer(authority KeyPair, names []string, now time.Time) (KeyPair, error) {
+	if len(names) == 0 {
 		return KeyPair{}, errors.New("a server certificate needs a name")
 	}
 	caCert, caKey, err := authority.parse()
@@ -73,11 +74,17 @@ func IssueServer(authority KeyPair, dnsNames []string, now time.Time) (KeyPair, 
 	if err != nil {
 		return KeyPair{}, err
 	}
-	template, err := certificateTemplate(dnsNames[0], now, ServerValidity)
+	template, err := certificateTemplate(names[0], now, ServerValidity)
 	if err != nil {
 		return KeyPair{}, err
 	}
-	template.DNSNames = slices.Clone(dnsNames)
+	for _, name := range names {
+		if ip := net.ParseIP(name); ip != nil {
+			template.IPAddresses = append(template.IPAddresses, ip)
+		} else {
+			template.DNSNames = append(template.DNSNames, name)
+		}
+	}
 	template.KeyUsage = x509.KeyUsageDigitalSignature
 	template.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
 	der, err := x509.CreateCertificate(rand.Reader, template, caCert, key.Public(), caKey)
@@ -105,10 +112,10 @@ func AuthorityProblem(authority KeyPair, now time.Time) string {
 
 // ServerRenewal says why the server certificate must be issued again: it
 // is missing or does not parse, its key is not its own, the authority did
-// not sign it, its names are not dnsNames, or it expires within
-// RenewBefore of now. Empty when it is good; renewAt is then when it will
-// need renewing.
-func ServerRenewal(server, authority KeyPair, dnsNames []string, now time.Time) (reason string, renewAt time.Time) {
+// not sign it, its names are not names, or it expires within RenewBefore
+// of now. Empty when it is good; renewAt is then when it will need
+// renewing.
+func ServerRenewal(server, authority KeyPair, names []string, now time.Time) (reason string, renewAt time.Time) {
 	if len(server.CertPEM) == 0 || len(server.KeyPEM) == 0 {
 		return "there is none", time.Time{}
 	}
@@ -123,7 +130,7 @@ func ServerRenewal(server, authority KeyPair, dnsNames []string, now time.Time) 
 	if err := cert.CheckSignatureFrom(caCert); err != nil {
 		return "the certificate authority did not sign it", time.Time{}
 	}
-	if !slices.Equal(cert.DNSNames, dnsNames) {
+	if !slices.Equal(certificateNames(cert), sortedNames(names)) {
 		return "the names it is reached by changed", time.Time{}
 	}
 	renewAt = cert.NotAfter.Add(-RenewBefore)
@@ -131,6 +138,30 @@ func ServerRenewal(server, authority KeyPair, dnsNames []string, now time.Time) 
 		return "it expires at " + cert.NotAfter.UTC().Format(time.RFC3339), time.Time{}
 	}
 	return "", renewAt
+}
+
+// certificateNames are the DNS names and IP addresses a certificate
+// carries, sorted.
+func certificateNames(cert *x509.Certificate) []string {
+	names := slices.Clone(cert.DNSNames)
+	for _, ip := range cert.IPAddresses {
+		names = append(names, ip.String())
+	}
+	slices.Sort(names)
+	return names
+}
+
+// sortedNames are names, IP addresses in their canonical form, sorted.
+func sortedNames(names []string) []string {
+	sorted := make([]string, 0, len(names))
+	for _, name := range names {
+		if ip := net.ParseIP(name); ip != nil {
+			name = ip.String()
+		}
+		sorted = append(sorted, name)
+	}
+	slices.Sort(sorted)
+	return sorted
 }
 
 func certificateTemplate(commonName string, now time.Time, validity time.Duration) (*x509.Certificate, error) {

@@ -80,6 +80,13 @@ func TestIssuedServerVerifiesForItsNamesAgainstTheAuthority(t *testing.T) {
 	if err := handshake(t, pair, authority(t), "orders-rw"); err == nil {
 		t.Error("verified against another authority")
 	}
+	withIP := server(t, ca, []string{"localhost", "127.0.0.1"}, time.Now())
+	if err := handshake(t, withIP, ca, "127.0.0.1"); err != nil {
+		t.Errorf("an IP address among the names: %v", err)
+	}
+	if reason, _ := ServerRenewal(withIP, ca, []string{"127.0.0.1", "localhost"}, time.Now()); reason != "" {
+		t.Errorf("the same names in another order: renewal because %q", reason)
+	}
 }
 
 func TestServerRenewal(t *testing.T) {

@@ -11,7 +11,9 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -24,7 +26,8 @@ import (
 )
 
 // certificates is a certificate authority and the server certificates it
-// issues for localhost, written as the kubelet mounts the Secret: root's
+// issues for localhost (and 127.0.0.1, the host replicas connect to),
+// written as the kubelet mounts the Secret: root's
 // files of mode 0440, readable through the engine user's group.
 type certificates struct {
 	authority pki.KeyPair
@@ -50,7 +53,7 @@ func newCertificates(t *testing.T, u osUser) *certificates {
 // issue writes a new server certificate and returns its serial number.
 func (c *certificates) issue(t *testing.T) *big.Int {
 	t.Helper()
-	server, err := pki.IssueServer(c.authority, []string{"localhost"}, time.Now())
+	server, err := pki.IssueServer(c.authority, []string{"localhost", "127.0.0.1"}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,4 +214,227 @@ func TestMariaDBServesTLS(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// verifyFull finds sslmode=verify-full in a conninfo, quoted or not.
+var verifyFull = regexp.MustCompile(`(^|\s)sslmode='?verify-full'?(\s|$)`)
+
+// pgInstanceArgs are the instance program's arguments for a PostgreSQL
+// instance in its own directory (name, port), with the TLS directory when
+// tlsDir is set.
+func pgInstanceArgs(t *testing.T, pg osUser, name string, port int, tlsDir string) []string {
+	t.Helper()
+	dir := pg.workDir(t)
+	creds := pg.mkdir(t, filepath.Join(dir, "credentials"))
+	sockets := pg.mkdir(t, filepath.Join(dir, "run"))
+	credentials(t, pg, creds, "shop", "app-pass", "super-pass")
+	pg.writeFile(t, filepath.Join(dir, "replication-password"), "repl-pass")
+	pg.writeFile(t, filepath.Join(dir, "postgresql.conf"), fmt.Sprintf(
+		"listen_addresses = '127.0.0.1'\nport = %d\nunix_socket_directories = '%s'\nshared_buffers = 32MB\nhot_standby = on\n", port, sockets))
+	args := []string{"--engine=postgres", "--data-dir=" + filepath.Join(dir, "pgdata"),
+		"--config-file=" + filepath.Join(dir, "postgresql.conf"), "--socket=" + sockets,
+		"--port=" + strconv.Itoa(port), "--credentials-dir=" + creds,
+		"--instance-name=" + name, "--replication-password-file=" + filepath.Join(dir, "replication-password")}
+	if tlsDir != "" {
+		args = append(args, "--tls-dir="+tlsDir)
+	}
+	return args
+}
+
+// TestPostgresReplicationVerifiesThePrimary starts a primary without a
+// certificate (a pod from before dbpilot issued them) and a replica with
+// one: the replica clones and streams all the same, and once the primary
+// is restarted with its certificate the replica switches to verify-full
+// without a restart, its WAL sender on the primary using TLS. A replica
+// cloned from then on verifies the primary from the start.
+func TestPostgresReplicationVerifiesThePrimary(t *testing.T) {
+	pg := lookup(t, "postgres")
+	ctx := context.Background()
+	path := "/usr/lib/postgresql/15/bin:/usr/bin:/bin"
+	certs := newCertificates(t, pg)
+	primaryPort, replicaPort, secondPort := freePort(t), freePort(t), freePort(t)
+	primaryArgs := pgInstanceArgs(t, pg, "db-0", primaryPort, "")
+	primary := start(t, pg, path, primaryArgs...)
+	cloneFrom := []string{"--clone-from=127.0.0.1", "--clone-port=" + strconv.Itoa(primaryPort)}
+	start(t, pg, path, append(pgInstanceArgs(t, pg, "db-1", replicaPort, certs.dir), cloneFrom...)...)
+
+	conninfo := func(port int) string {
+		conn, err := pgConnect(ctx, port, "postgres", "super-pass", "postgres")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(ctx)
+		var info string
+		if err := conn.QueryRow(ctx, "SELECT current_setting('primary_conninfo')").Scan(&info); err != nil {
+			t.Fatal(err)
+		}
+		return info
+	}
+	// Which WAL senders of the primary use TLS, by application name (the
+	// replica's slot).
+	sendersOf := func() map[string]bool {
+		conn, err := pgConnect(ctx, primaryPort, "postgres", "super-pass", "postgres")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(ctx)
+		rows, err := conn.Query(ctx, "SELECT application_name, ssl FROM pg_stat_replication JOIN pg_stat_ssl USING (pid)")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		senders := map[string]bool{}
+		for rows.Next() {
+			var name string
+			var ssl bool
+			if err := rows.Scan(&name, &ssl); err != nil {
+				t.Fatal(err)
+			}
+			senders[name] = ssl
+		}
+		return senders
+	}
+	if info := conninfo(replicaPort); verifyFull.MatchString(info) {
+		t.Fatalf("the replica verifies a primary that serves no TLS: %s", info)
+	}
+	if got := sendersOf(); len(got) != 1 || got["db_1"] {
+		t.Fatalf("WAL senders %v, want db_1 without TLS", got)
+	}
+
+	// The primary restarts with its certificate.
+	primary.stop(t)
+	primary = start(t, pg, path, append(primaryArgs, "--tls-dir="+certs.dir)...)
+	defer primary.stop(t)
+	eventually(t, 90*time.Second, "the replica verifies the primary", func() error {
+		if info := conninfo(replicaPort); !verifyFull.MatchString(info) {
+			return fmt.Errorf("primary_conninfo without verify-full")
+		}
+		if got := sendersOf(); !got["db_1"] {
+			return fmt.Errorf("WAL senders %v", got)
+		}
+		return nil
+	})
+
+	start(t, pg, path, append(pgInstanceArgs(t, pg, "db-2", secondPort, certs.dir), cloneFrom...)...)
+	if info := conninfo(secondPort); !verifyFull.MatchString(info) {
+		t.Errorf("a replica cloned from a primary serving TLS does not verify it: %s", info)
+	}
+	eventually(t, 15*time.Second, "the new replica streams over TLS", func() error {
+		if got := sendersOf(); !got["db_2"] {
+			return fmt.Errorf("WAL senders %v", got)
+		}
+		return nil
+	})
+}
+
+// TestMariaDBReplicationVerifiesThePrimary is
+// TestPostgresReplicationVerifiesThePrimary for MariaDB.
+func TestMariaDBReplicationVerifiesThePrimary(t *testing.T) {
+	my := lookup(t, "mysql")
+	ctx := context.Background()
+	path := "/usr/sbin:/usr/bin:/bin"
+	certs := newCertificates(t, my)
+	ports := map[string]int{}
+	args := map[string][]string{}
+	sockets := map[string]string{}
+	for _, name := range []string{"db-0", "db-1", "db-2"} {
+		dir := my.workDir(t)
+		creds := my.mkdir(t, filepath.Join(dir, "credentials"))
+		run := my.mkdir(t, filepath.Join(dir, "run"))
+		credentials(t, my, creds, "shop", "app-pass", "super-pass")
+		my.writeFile(t, filepath.Join(dir, "replication-password"), "repl-pass")
+		ports[name] = freePort(t)
+		sockets[name] = filepath.Join(run, "mysqld.sock")
+		my.writeFile(t, filepath.Join(dir, "my.cnf"), fmt.Sprintf(
+			"[mysqld]\nbind-address = 127.0.0.1\nport = %d\nskip-name-resolve\ninnodb_buffer_pool_size = 64M\nlog-bin = binlog\n", ports[name]))
+		args[name] = []string{"--engine=mariadb", "--data-dir=" + filepath.Join(dir, "data"),
+			"--socket=" + sockets[name], "--defaults-file=" + filepath.Join(dir, "my.cnf"),
+			"--credentials-dir=" + creds, "--instance-name=" + name,
+			"--replication-password-file=" + filepath.Join(dir, "replication-password")}
+	}
+	primary := start(t, my, path, args["db-0"]...)
+	instancePort := strings.TrimSuffix(strings.TrimPrefix(primary.probe, "http://127.0.0.1:"), "/readyz")
+	cloneFrom := []string{"--clone-from=127.0.0.1", "--clone-port=" + strconv.Itoa(ports["db-0"]), "--clone-instance-port=" + instancePort}
+	start(t, my, path, append(args["db-1"], append(cloneFrom, "--tls-dir="+certs.dir)...)...)
+
+	replicaTLS := func(name string) (allowed, verified string) {
+		cfg := mysqldriver.NewConfig()
+		cfg.Net, cfg.Addr, cfg.User, cfg.Passwd = "unix", sockets[name], "root", "super-pass"
+		connector, err := mysqldriver.NewConnector(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		root := sql.OpenDB(connector)
+		defer root.Close()
+		rows, err := root.QueryContext(ctx, "SHOW REPLICA STATUS")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer rows.Close()
+		columns, _ := rows.Columns()
+		values := make([]sql.NullString, len(columns))
+		pointers := make([]any, len(columns))
+		for i := range values {
+			pointers[i] = &values[i]
+		}
+		if !rows.Next() {
+			t.Fatalf("%s is no replica", name)
+		}
+		if err := rows.Scan(pointers...); err != nil {
+			t.Fatal(err)
+		}
+		fields := map[string]string{}
+		for i, c := range columns {
+			fields[c] = values[i].String
+		}
+		return fields["Master_SSL_Allowed"], fields["Master_SSL_Verify_Server_Cert"]
+	}
+	if allowed, _ := replicaTLS("db-1"); allowed != "No" {
+		t.Fatalf("the replica uses TLS with a primary that serves none: %s", allowed)
+	}
+
+	// The primary restarts with its certificate.
+	primary.stop(t)
+	primary = start(t, my, path, append(args["db-0"], "--tls-dir="+certs.dir)...)
+	defer primary.stop(t)
+	eventually(t, 90*time.Second, "the replica verifies the primary", func() error {
+		if allowed, verified := replicaTLS("db-1"); allowed != "Yes" || verified != "Yes" {
+			return fmt.Errorf("Master_SSL_Allowed %s, Master_SSL_Verify_Server_Cert %s", allowed, verified)
+		}
+		return nil
+	})
+	app, err := mysqlConnect(ctx, ports["db-0"], "shop", "app-pass", "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer app.Close()
+	if _, err := app.ExecContext(ctx, "CREATE TABLE orders (id INT PRIMARY KEY)"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := app.ExecContext(ctx, "INSERT INTO orders SELECT seq FROM seq_1_to_100"); err != nil {
+		t.Fatal(err)
+	}
+	second := strings.TrimSuffix(strings.TrimPrefix(primary.probe, "http://127.0.0.1:"), "/readyz")
+	start(t, my, path, append(args["db-2"], "--clone-from=127.0.0.1", "--clone-port="+strconv.Itoa(ports["db-0"]),
+		"--clone-instance-port="+second, "--tls-dir="+certs.dir)...)
+	if allowed, verified := replicaTLS("db-2"); allowed != "Yes" || verified != "Yes" {
+		t.Errorf("a replica cloned from a primary serving TLS: Master_SSL_Allowed %s, Master_SSL_Verify_Server_Cert %s", allowed, verified)
+	}
+	for _, name := range []string{"db-1", "db-2"} {
+		eventually(t, 30*time.Second, name+" replicates over TLS", func() error {
+			db, err := mysqlConnect(ctx, ports[name], "shop", "app-pass", "shop")
+			if err != nil {
+				return err
+			}
+			defer db.Close()
+			var n int
+			if err := db.QueryRowContext(ctx, "SELECT count(*) FROM orders").Scan(&n); err != nil {
+				return err
+			}
+			if n != 100 {
+				return fmt.Errorf("%d rows", n)
+			}
+			return nil
+		})
+	}
 }
