@@ -100,12 +100,12 @@ func TestStandbyConfigVerifiesThePrimaryWhenTold(t *testing.T) {
 func TestVerifiesPrimary(t *testing.T) {
 	for conninfo, want := range map[string]bool{
 		"host=x sslmode='verify-full' sslrootcert='/ca.crt'": true,
-		"sslmode=verify-full host=x":                          true,
-		"host=x sslmode = verify-full":                        true,
-		"host=x sslmode=prefer":                               false,
-		"host=x sslmode='verify-ca'":                          false,
-		"host=x":                                              false,
-		"host=x application_name=sslmode=verify-full":         false,
+		"sslmode=verify-full host=x":                         true,
+		"host=x sslmode = verify-full":                       true,
+		"host=x sslmode=prefer":                              false,
+		"host=x sslmode='verify-ca'":                         false,
+		"host=x":                                             false,
+		"host=x application_name=sslmode=verify-full":        false,
 	} {
 		if got := verifiesPrimary(conninfo); got != want {
 			t.Errorf("%q: %t, want %t", conninfo, got, want)
