@@ -121,6 +121,7 @@ func (r *DatabaseReconciler) Reconcile(ctx context.Context, req ctrl.Request) (r
 		if apierrors.IsNotFound(err) {
 			r.failures.forget(req.NamespacedName)
 			forgetDatabaseMetrics(req.NamespacedName)
+			instanceTransports.forget(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}

@@ -139,9 +139,13 @@ func (r *DatabaseBackupReconciler) start(ctx context.Context, backup *dbpilotv1a
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	target, err := r.instanceTarget(ctx, db, pod)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	name := backupArtifactName(backup)
 	var job layout.BackupJob
-	if err := callInstance(ctx, http.MethodPost, pod.Status.PodIP, layout.BackupsPath, token, 10*time.Second,
+	if err := callInstance(ctx, http.MethodPost, target, layout.BackupsPath, token, 10*time.Second,
 		layout.BackupRequest{Name: name}, &job); err != nil {
 		return r.wait(backup, fmt.Sprintf("%s could not start the backup: %v", pod.Name, err))
 	}
@@ -195,8 +199,12 @@ func (r *DatabaseBackupReconciler) follow(ctx context.Context, backup *dbpilotv1
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	target, err := r.instanceTarget(ctx, db, pod)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	var job layout.BackupJob
-	err = callInstance(ctx, http.MethodGet, pod.Status.PodIP, layout.BackupsPath+"/"+backup.Status.BackupName, token, 10*time.Second, nil, &job)
+	err = callInstance(ctx, http.MethodGet, target, layout.BackupsPath+"/"+backup.Status.BackupName, token, 10*time.Second, nil, &job)
 	switch {
 	case answeredStatus(err) == http.StatusNotFound:
 		r.fail(backup, db, fmt.Sprintf("%s restarted during the backup, which did not complete", backup.Status.Instance))
@@ -341,7 +349,12 @@ func (r *DatabaseBackupReconciler) deleteArtifacts(ctx context.Context, backup *
 			lastErr = err
 			continue
 		}
-		if lastErr = callInstance(ctx, http.MethodDelete, pod.Status.PodIP, layout.BackupsPath+"/"+backup.Status.BackupName, token,
+		target, err := r.instanceTarget(ctx, db, pod)
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		if lastErr = callInstance(ctx, http.MethodDelete, target, layout.BackupsPath+"/"+backup.Status.BackupName, token,
 			2*time.Minute, nil, nil); lastErr == nil {
 			r.Recorder.Eventf(backup, db, corev1.EventTypeNormal, dbpilotv1alpha1.EventReasonBackupDeleted, "Delete",
 				"Deleted the artifacts of %s", backup.Status.BackupName)
@@ -364,4 +377,13 @@ func equalDestinations(a, b dbpilotv1alpha1.BackupDestination) bool {
 		return a.Volume.ClaimName == b.Volume.ClaimName
 	}
 	return false
+}
+
+// instanceTarget is how the pod's instance program is reached.
+func (r *DatabaseBackupReconciler) instanceTarget(ctx context.Context, db *dbpilotv1alpha1.Database, pod *corev1.Pod) (instanceTarget, error) {
+	authority, err := instanceAuthority(ctx, r.Client, db)
+	if err != nil {
+		return instanceTarget{}, fmt.Errorf("reading the server certificate's authority: %w", err)
+	}
+	return instanceTargetOf(db, authority, pod), nil
 }

@@ -168,7 +168,7 @@ func (r *DatabaseReconciler) fenceFrozen(ctx context.Context, s *scope, pod *cor
 	if pod.Status.PodIP == "" || !pod.DeletionTimestamp.IsZero() {
 		return nil
 	}
-	_, err := readInstance(ctx, pod.Status.PodIP)
+	_, err := readInstance(ctx, s.instanceTarget(pod))
 	var netErr net.Error
 	if err == nil || !(errors.Is(err, context.DeadlineExceeded) || errors.As(err, &netErr) && netErr.Timeout()) {
 		return nil
@@ -242,7 +242,7 @@ func (r *DatabaseReconciler) promote(ctx context.Context, s *scope, name string)
 		}
 	}
 	req := layout.PromoteRequest{Epoch: s.designation.Epoch, Slots: slots}
-	if err := postInstance(ctx, pod.Status.PodIP, layout.PromotePath, token, promoteTimeout, req, nil); err != nil {
+	if err := postInstance(ctx, s.instanceTarget(pod), layout.PromotePath, token, promoteTimeout, req, nil); err != nil {
 		return fmt.Errorf("promoting %s: %w", name, err)
 	}
 	return nil
@@ -260,10 +260,10 @@ func (r *DatabaseReconciler) demoteAway(ctx context.Context, s *scope, pod *core
 		return
 	}
 	log := logf.FromContext(ctx)
-	ip, name := pod.Status.PodIP, pod.Name
+	target, name := s.instanceTarget(pod), pod.Name
 	req := layout.DemoteRequest{Epoch: s.designation.Epoch}
 	go func() {
-		if err := postInstance(context.Background(), ip, layout.DemotePath, token, demoteTimeout, req, nil); err != nil {
+		if err := postInstance(context.Background(), target, layout.DemotePath, token, demoteTimeout, req, nil); err != nil {
 			log.V(1).Info("the replaced primary did not take its demotion (it is fenced by its label and designation)", "pod", name, "error", err.Error())
 		}
 	}()

@@ -72,7 +72,7 @@ func (r *DatabaseReconciler) reconcileFencing(ctx context.Context, s *scope) {
 			}
 			s.designation = &restarted
 		}
-		if err := postInstance(ctx, pod.Status.PodIP, path, token, demoteTimeout, nil, nil); err != nil {
+		if err := postInstance(ctx, s.instanceTarget(pod), path, token, demoteTimeout, nil, nil); err != nil {
 			log.Error(err, "changing an instance's fence", "pod", pod.Name, "fence", want)
 			continue
 		}

@@ -7,9 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -23,8 +21,8 @@ import (
 // postInstance POSTs body as JSON to an instance program's path,
 // authenticated with token (the replication password), and decodes the
 // answer into answer when it is not nil.
-func postInstance(ctx context.Context, ip, path, token string, timeout time.Duration, body, answer any) error {
-	return callInstance(ctx, http.MethodPost, ip, path, token, timeout, body, answer)
+func postInstance(ctx context.Context, target instanceTarget, path, token string, timeout time.Duration, body, answer any) error {
+	return callInstance(ctx, http.MethodPost, target, path, token, timeout, body, answer)
 }
 
 // instanceAnswer is an instance program's answer other than a success.
@@ -51,7 +49,7 @@ func answeredStatus(err error) int {
 // callInstance sends a request (body as JSON, when not nil) to an instance
 // program's path, authenticated with token, and decodes a 2xx answer into
 // answer when it is not nil; any other answer is an *instanceAnswer.
-func callInstance(ctx context.Context, method, ip, path, token string, timeout time.Duration, body, answer any) error {
+func callInstance(ctx context.Context, method string, target instanceTarget, path, token string, timeout time.Duration, body, answer any) error {
 	var reader io.Reader
 	if body != nil {
 		data, err := json.Marshal(body)
@@ -62,16 +60,14 @@ func callInstance(ctx context.Context, method, ip, path, token string, timeout t
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	url := "http://" + net.JoinHostPort(ip, strconv.Itoa(layout.ProbePort)) + path
-	req, err := http.NewRequestWithContext(ctx, method, url, reader)
+	req, err := http.NewRequestWithContext(ctx, method, target.base+path, reader)
 	if err != nil {
 		return err
 	}
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Content-Type", "application/json")
-	// The per-request context bounds the call, not the status client's
-	// one-second timeout.
-	resp, err := http.DefaultClient.Do(req)
+	// The per-request context bounds the call.
+	resp, err := target.client.Do(req)
 	if err != nil {
 		return err
 	}

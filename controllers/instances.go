@@ -5,10 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"net"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -36,40 +34,36 @@ const instanceSettlingPoll = 5 * time.Second
 // as caught up: the status reports lag in whole seconds.
 const settledLag = 0.5
 
-// instanceHTTP reads the instance programs' status.
-var instanceHTTP = &http.Client{Timeout: instanceStatusTimeout}
-
 // readInstances asks the instance program of every running pod for its
 // status; a pod that does not answer is left out.
-func readInstances(ctx context.Context, pods []corev1.Pod) map[string]layout.InstanceStatus {
+func readInstances(ctx context.Context, s *scope) map[string]layout.InstanceStatus {
 	reports := map[string]layout.InstanceStatus{}
-	for i := range pods {
-		pod := &pods[i]
+	for i := range s.pods {
+		pod := &s.pods[i]
 		if pod.Status.PodIP == "" || pod.Status.Phase != corev1.PodRunning || !pod.DeletionTimestamp.IsZero() {
 			continue
 		}
-		if status, err := readInstance(ctx, pod.Status.PodIP); err == nil {
+		if status, err := readInstance(ctx, s.instanceTarget(pod)); err == nil {
 			reports[pod.Name] = status
 		}
 	}
 	return reports
 }
 
-func readInstance(ctx context.Context, ip string) (layout.InstanceStatus, error) {
+func readInstance(ctx context.Context, target instanceTarget) (layout.InstanceStatus, error) {
 	ctx, cancel := context.WithTimeout(ctx, instanceStatusTimeout)
 	defer cancel()
-	url := "http://" + net.JoinHostPort(ip, strconv.Itoa(layout.ProbePort)) + layout.StatusPath
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target.base+layout.StatusPath, nil)
 	if err != nil {
 		return layout.InstanceStatus{}, err
 	}
-	resp, err := instanceHTTP.Do(req)
+	resp, err := target.client.Do(req)
 	if err != nil {
 		return layout.InstanceStatus{}, err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return layout.InstanceStatus{}, fmt.Errorf("instance %s: %s", ip, resp.Status)
+		return layout.InstanceStatus{}, fmt.Errorf("instance %s: %s", target.base, resp.Status)
 	}
 	var status layout.InstanceStatus
 	err = json.NewDecoder(resp.Body).Decode(&status)

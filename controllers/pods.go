@@ -24,7 +24,7 @@ func (r *DatabaseReconciler) reconcilePodRoles(ctx context.Context, s *scope) (c
 		return ctrl.Result{}, err
 	}
 	if s.instances == nil {
-		s.instances = readInstances(ctx, s.pods)
+		s.instances = readInstances(ctx, s)
 	}
 	handover, err := r.switchOver(ctx, s)
 	if err != nil {
@@ -113,6 +113,11 @@ func (r *DatabaseReconciler) observe(ctx context.Context, s *scope) error {
 		return fmt.Errorf("listing pods: %w", err)
 	}
 	s.pods = pods.Items
+	authority, err := instanceAuthority(ctx, r.Client, db)
+	if err != nil {
+		return fmt.Errorf("reading the server certificate's authority: %w", err)
+	}
+	s.instanceAuthority = authority
 	s.observed = true
 	return nil
 }

@@ -38,6 +38,9 @@ type scope struct {
 	// instances are what the pods' instance programs report, by pod name;
 	// a pod that did not answer is missing.
 	instances map[string]layout.InstanceStatus
+	// instanceAuthority is the authority's certificate the instance
+	// programs that serve HTTPS are verified against; read with the pods.
+	instanceAuthority []byte
 	// designation is the designated primary; nil until read.
 	designation *designation.Designation
 	// failoverProblem says why a lost primary cannot be replaced; empty
@@ -60,4 +63,9 @@ type scope struct {
 	// restoreProblem says why the restore source cannot be resolved yet:
 	// no pod is created until it is.
 	restoreProblem string
+}
+
+// instanceTarget is how the pod's instance program is reached.
+func (s *scope) instanceTarget(pod *corev1.Pod) instanceTarget {
+	return instanceTargetOf(s.db, s.instanceAuthority, pod)
 }

@@ -59,10 +59,10 @@ func (r *DatabaseReconciler) dropStaleSlots(ctx context.Context, s *scope) {
 	if primary == "" || len(stale) == 0 {
 		return
 	}
-	var ip string
+	var target instanceTarget
 	for i := range s.pods {
 		if s.pods[i].Name == primary {
-			ip = s.pods[i].Status.PodIP
+			target = s.instanceTarget(&s.pods[i])
 		}
 	}
 	log := logf.FromContext(ctx)
@@ -71,7 +71,7 @@ func (r *DatabaseReconciler) dropStaleSlots(ctx context.Context, s *scope) {
 		log.Error(err, "dropping slots")
 		return
 	}
-	dropped, err := requestDropSlots(ctx, ip, token, stale)
+	dropped, err := requestDropSlots(ctx, target, token, stale)
 	if err != nil {
 		log.Error(err, "dropping the primary's stale replication slots", "primary", primary)
 		return
@@ -84,8 +84,8 @@ func (r *DatabaseReconciler) dropStaleSlots(ctx context.Context, s *scope) {
 
 // requestDropSlots POSTs the slots to drop to the primary's instance
 // program, authenticated with the replication password.
-func requestDropSlots(ctx context.Context, ip, token string, slots []string) ([]string, error) {
+func requestDropSlots(ctx context.Context, target instanceTarget, token string, slots []string) ([]string, error) {
 	var answer layout.DropSlotsResponse
-	err := postInstance(ctx, ip, layout.DropSlotsPath, token, instanceStatusTimeout, layout.DropSlotsRequest{Slots: slots}, &answer)
+	err := postInstance(ctx, target, layout.DropSlotsPath, token, instanceStatusTimeout, layout.DropSlotsRequest{Slots: slots}, &answer)
 	return answer.Dropped, err
 }

@@ -60,7 +60,7 @@ func (r *DatabaseReconciler) primaryPlace(ctx context.Context, s *scope) primary
 		return primaryPlace{}
 	}
 	if s.instances == nil {
-		s.instances = readInstances(ctx, s.pods)
+		s.instances = readInstances(ctx, s)
 	}
 	return primaryPlace{
 		ordinal:    ordinalOf(d.Primary),
@@ -122,12 +122,12 @@ func (r *DatabaseReconciler) switchOver(ctx context.Context, s *scope) (time.Dur
 		return 0, err
 	}
 	var demoted layout.DemoteResponse
-	if err := postInstance(ctx, former.Status.PodIP, layout.DemotePath, token, demoteTimeout, layout.DemoteRequest{Epoch: next.Epoch}, &demoted); err != nil {
+	if err := postInstance(ctx, s.instanceTarget(former), layout.DemotePath, token, demoteTimeout, layout.DemoteRequest{Epoch: next.Epoch}, &demoted); err != nil {
 		// It may have stopped anyway; it is promoted once the former
 		// primary no longer reports itself one (failOver).
 		return failoverPoll, fmt.Errorf("demoting %s: %w", d.Primary, err)
 	}
-	if err := r.waitCaughtUp(ctx, db, podNamed(s.pods, target), demoted.Position); err != nil {
+	if err := r.waitCaughtUp(ctx, s, podNamed(s.pods, target), demoted.Position); err != nil {
 		return failoverPoll, err
 	}
 	if err := r.promote(ctx, s, target); err != nil {
@@ -165,14 +165,15 @@ func switchoverProblem(s *scope, target string) string {
 
 // waitCaughtUp waits until the target reports a position at least the
 // demoted primary's last one.
-func (r *DatabaseReconciler) waitCaughtUp(ctx context.Context, db *dbpilotv1alpha1.Database, target *corev1.Pod, position string) error {
+func (r *DatabaseReconciler) waitCaughtUp(ctx context.Context, s *scope, target *corev1.Pod, position string) error {
+	db := s.db
 	want, ok := positionRank(db.Spec.Engine, position)
 	if !ok {
 		return fmt.Errorf("the demoted primary reported the position %q", position)
 	}
 	deadline := time.Now().Add(catchUpTimeout)
 	for {
-		report, err := readInstance(ctx, target.Status.PodIP)
+		report, err := readInstance(ctx, s.instanceTarget(target))
 		if err == nil {
 			if got, ok := positionRank(db.Spec.Engine, report.Position); ok && got >= want {
 				return nil

@@ -84,6 +84,10 @@ type CredentialFiles struct {
 type Probes struct {
 	// Address is where the probes, /status and the actions are served.
 	Address string
+	// TLS is the Database's server certificate: with it mounted, they are
+	// served over HTTPS with it, so the operator verifies the instance
+	// and its token travels encrypted (a pod without it serves HTTP).
+	TLS TLS
 	// MaxReplicaLag is how far a replica may be behind its primary and still
 	// be ready; 0: no bound.
 	MaxReplicaLag time.Duration
@@ -165,7 +169,7 @@ func Run(ctx context.Context, engine Engine, files CredentialFiles, probes Probe
 		endpoints.backups = &backupJobs{engine: backuper, self: membership.Self, target: backup.TargetFromEnv, ctx: ctx, log: log,
 			jobs: map[string]*layout.BackupJob{}}
 	}
-	if err := endpoints.start(probes.Address); err != nil {
+	if err := endpoints.start(probes.Address, probes.TLS); err != nil {
 		return err
 	}
 	defer endpoints.stop()

@@ -37,7 +37,7 @@ type probeServer struct {
 
 func (p *probeServer) setUsersApplied() { p.usersApplied.Store(true) }
 
-func (p *probeServer) start(addr string) error {
+func (p *probeServer) start(addr string, tlsFiles TLS) error {
 	listener, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("probe server: %w", err)
@@ -67,6 +67,11 @@ func (p *probeServer) start(addr string) error {
 		}
 	}
 	p.server = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	if tlsFiles.Enabled() {
+		p.server.TLSConfig = tlsFiles.ServerConfig()
+		go func() { _ = p.server.ServeTLS(listener, "", "") }()
+		return nil
+	}
 	go func() { _ = p.server.Serve(listener) }()
 	return nil
 }

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
+	"sync"
 	"time"
 
 	"github.com/dbpilot/dbpilot/instance/layout"
@@ -99,3 +101,37 @@ type ReplicationSecurer interface {
 // secureReplicationInterval is how often a replica looks at whether its
 // connection to the primary can be verified.
 const secureReplicationInterval = 10 * time.Second
+
+// ServerConfig serves the mounted certificate, read again when the
+// kubelet replaces it (each handshake looks at the files' time and size).
+func (t TLS) ServerConfig() *tls.Config {
+	served := &servedCertificate{tls: t}
+	return &tls.Config{GetCertificate: served.get, MinVersion: tls.VersionTLS12}
+}
+
+// servedCertificate is the certificate last read from the mounted files.
+type servedCertificate struct {
+	tls     TLS
+	mu      sync.Mutex
+	version string
+	cert    *tls.Certificate
+}
+
+func (s *servedCertificate) get(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	info, err := os.Stat(s.tls.CertFile())
+	if err != nil {
+		return nil, err
+	}
+	version := info.ModTime().String() + "/" + strconv.FormatInt(info.Size(), 10)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cert != nil && version == s.version {
+		return s.cert, nil
+	}
+	cert, err := tls.LoadX509KeyPair(s.tls.CertFile(), s.tls.KeyFile())
+	if err != nil {
+		return nil, err
+	}
+	s.cert, s.version = &cert, version
+	return s.cert, nil
+}

@@ -172,7 +172,7 @@ func run(args []string, log *slog.Logger) error {
 		return err
 	}
 	files := instance.CredentialFiles{Dir: *credentialsDir, MonitoringPasswordFile: *monitoringPasswordFile}
-	probes := instance.Probes{Address: *probeAddress, MaxReplicaLag: *maxReplicaLag,
+	probes := instance.Probes{Address: *probeAddress, MaxReplicaLag: *maxReplicaLag, TLS: instance.TLS{Dir: *tlsDir},
 		Metrics: instance.MetricsEndpoint{Address: *metricsAddress, TokenFile: *metricsTokenFile, DataDir: *dataDir}}
 	membership := instance.Membership{Self: r.name, DesignationDir: *designationDir, StateDir: stateDir, Token: func() string { return r.password }}
 	return instance.Run(ctx, engine, files, probes, membership, log.With("engine", *engineName))

@@ -310,9 +310,11 @@ func runDir(db *dbpilotv1alpha1.Database) string {
 	return "/var/run/mysqld"
 }
 
+// httpProbe asks the instance program over HTTPS: it serves the server
+// certificate, which the kubelet does not verify.
 func httpProbe(path string, periodSeconds, failureThreshold int32) *corev1ac.ProbeApplyConfiguration {
 	return corev1ac.Probe().
-		WithHTTPGet(corev1ac.HTTPGetAction().WithPath(path).WithPort(intstr.FromString(layout.ProbePortName))).
+		WithHTTPGet(corev1ac.HTTPGetAction().WithPath(path).WithPort(intstr.FromString(layout.ProbePortName)).WithScheme(corev1.URISchemeHTTPS)).
 		WithPeriodSeconds(periodSeconds).
 		WithTimeoutSeconds(5).
 		WithFailureThreshold(failureThreshold)

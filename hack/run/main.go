@@ -30,6 +30,7 @@ import (
 
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
 	"github.com/dbpilot/dbpilot/controllers/desired"
+	"github.com/dbpilot/dbpilot/instance/layout"
 	"github.com/dbpilot/dbpilot/internal/localcluster"
 	"github.com/dbpilot/dbpilot/internal/options"
 )
@@ -125,7 +126,7 @@ Ctrl-C stops the manager and the control plane.
 	var announce func(context.Context, client.Client, *dbpilotv1alpha1.Database)
 	if realNode {
 		announce = func(ctx context.Context, c client.Client, db *dbpilotv1alpha1.Database) {
-			printConnectCommand(ctx, c, kubectl, db)
+			printConnectCommand(ctx, c, kubectl, stateDir, db)
 		}
 	}
 	managerLog, err := os.OpenFile(filepath.Join(c.LogDir(), "manager.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
@@ -145,24 +146,33 @@ func nodeNote(realNode bool) string {
 }
 
 // printConnectCommand prints how to reach an Available database from this
-// machine through its read-write Service, with the password read from the
+// machine through its read-write Service, over TLS verified against the
+// Database's authority (written to the state directory; the command
+// connects to the Service's address, which the certificate does not name,
+// so the chain is verified, not the name), with the password read from the
 // credentials Secret by the command itself (it is never printed here).
-func printConnectCommand(ctx context.Context, c client.Client, kubectl string, db *dbpilotv1alpha1.Database) {
+func printConnectCommand(ctx context.Context, c client.Client, kubectl, stateDir string, db *dbpilotv1alpha1.Database) {
 	svc := &corev1.Service{}
 	secret := &corev1.Secret{}
+	authority := &corev1.Secret{}
 	if c.Get(ctx, client.ObjectKey{Namespace: db.Namespace, Name: db.ReadWriteServiceName()}, svc) != nil ||
-		c.Get(ctx, client.ObjectKey{Namespace: db.Namespace, Name: db.CredentialsSecretName()}, secret) != nil {
+		c.Get(ctx, client.ObjectKey{Namespace: db.Namespace, Name: db.CredentialsSecretName()}, secret) != nil ||
+		c.Get(ctx, client.ObjectKey{Namespace: db.Namespace, Name: db.ServerCertificateSecretName()}, authority) != nil {
+		return
+	}
+	caFile := filepath.Join(stateDir, db.Name+"-ca.crt")
+	if err := os.WriteFile(caFile, authority.Data[layout.KeyCACert], 0o644); err != nil {
 		return
 	}
 	user := string(secret.Data[desired.SecretKeyUsername])
 	password := fmt.Sprintf("$(%s get secret %s -o jsonpath='{.data.%s}' | base64 -d)", kubectl, db.CredentialsSecretName(), desired.SecretKeyPassword)
 	if db.Spec.Engine == dbpilotv1alpha1.EnginePostgres {
-		fmt.Printf("\n>> database/%s accepts connections. From this machine:\n\n    PGPASSWORD=%s psql -h %s -U %s %s\n\n",
-			db.Name, password, svc.Spec.ClusterIP, user, user)
+		fmt.Printf("\n>> database/%s accepts connections. From this machine:\n\n    PGPASSWORD=%s psql 'host=%s user=%s dbname=%s sslmode=verify-ca sslrootcert=%s'\n\n",
+			db.Name, password, svc.Spec.ClusterIP, user, user, caFile)
 		return
 	}
-	fmt.Printf("\n>> database/%s accepts connections. From this machine:\n\n    mariadb -h %s -u %s -p%s %s\n\n",
-		db.Name, svc.Spec.ClusterIP, user, password, user)
+	fmt.Printf("\n>> database/%s accepts connections. From this machine:\n\n    mariadb -h %s -u %s -p%s --ssl-ca=%s %s\n\n",
+		db.Name, svc.Spec.ClusterIP, user, password, caFile, user)
 }
 
 // progress returns a function that prints numbered steps with the time

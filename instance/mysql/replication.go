@@ -116,13 +116,7 @@ func (e *Engine) clone(ctx context.Context) error {
 	if err := os.MkdirAll(e.DataDir, 0o750); err != nil {
 		return err
 	}
-	url := fmt.Sprintf("http://%s%s", net.JoinHostPort(r.CloneFrom, strconv.Itoa(r.InstancePort)), BackupPath)
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+r.Password)
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := r.requestBackup(ctx)
 	if err != nil {
 		return fmt.Errorf("asking %s for a backup: %w", r.CloneFrom, err)
 	}
@@ -144,6 +138,38 @@ func (e *Engine) clone(ctx context.Context) error {
 		return e.failClone(err)
 	}
 	return os.WriteFile(filepath.Join(e.DataDir, cloneGTIDFile), []byte(gtid), 0o600)
+}
+
+// requestBackup asks the primary's instance program for a backup: over
+// HTTPS verifying its certificate when this pod has one, over HTTP when
+// it has none or the primary answers HTTPS with HTTP (a pod from before
+// dbpilot issued certificates).
+func (r Replication) requestBackup(ctx context.Context) (*http.Response, error) {
+	address := net.JoinHostPort(r.CloneFrom, strconv.Itoa(r.InstancePort))
+	get := func(client *http.Client, scheme string) (*http.Response, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, scheme+"://"+address+BackupPath, nil)
+		if err != nil {
+			return nil, err
+		}
+		req.Header.Set("Authorization", "Bearer "+r.Password)
+		return client.Do(req)
+	}
+	if !r.TLS.Enabled() {
+		return get(http.DefaultClient, "http")
+	}
+	config, err := r.TLS.VerifyingConfig(r.CloneFrom)
+	if err != nil {
+		return nil, err
+	}
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	transport.TLSClientConfig = config
+	client := &http.Client{Transport: transport}
+	defer client.CloseIdleConnections()
+	resp, err := get(client, "https")
+	if err != nil && strings.Contains(err.Error(), "server gave HTTP response to HTTPS client") {
+		return get(http.DefaultClient, "http")
+	}
+	return resp, err
 }
 
 // failClone empties the datadir, so the next start clones again.

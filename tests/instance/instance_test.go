@@ -8,6 +8,7 @@ package instance_test
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"database/sql"
 	"encoding/json"
 	"fmt"
@@ -148,6 +149,9 @@ type program struct {
 	mu     *sync.Mutex
 	done   chan error
 	probe  string
+	// client asks the probes as the kubelet does: over HTTPS without
+	// verifying the certificate when the program serves one.
+	client *http.Client
 }
 
 func (p *program) printed() string {
@@ -223,8 +227,15 @@ func launchWithEnv(t testing.TB, u osUser, path string, env []string, args ...st
 	cmd := exec.Command(instanceBinary(t), append([]string{"run"}, args...)...)
 	cmd.Dir = "/"
 	cmd.Env = append([]string{"PATH=" + path, "LANG=C.UTF-8"}, env...)
+	scheme, client := "http", http.DefaultClient
+	for _, arg := range args {
+		if strings.HasPrefix(arg, "--tls-dir=") {
+			scheme = "https"
+			client = &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+		}
+	}
 	p := &program{cmd: cmd, output: &bytes.Buffer{}, mu: &sync.Mutex{}, done: make(chan error, 1),
-		probe: fmt.Sprintf("http://127.0.0.1:%d/readyz", probePort)}
+		probe: fmt.Sprintf("%s://127.0.0.1:%d/readyz", scheme, probePort), client: client}
 	cmd.Stdout = lockedWriter{p.mu, p.output}
 	cmd.Stderr = lockedWriter{p.mu, p.output}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: u.uid, Gid: u.gid}, Setpgid: true, Pdeathsig: syscall.SIGKILL}
@@ -476,7 +487,7 @@ func TestMariaDBInstance(t *testing.T) {
 
 // readiness asks the readiness probe once.
 func (p *program) readiness() (int, string) {
-	resp, err := http.Get(p.probe)
+	resp, err := p.client.Get(p.probe)
 	if err != nil {
 		return 0, err.Error()
 	}
@@ -488,7 +499,7 @@ func (p *program) readiness() (int, string) {
 // instanceStatus reads a running instance program's /status.
 func (p *program) status(t testing.TB) map[string]any {
 	t.Helper()
-	resp, err := http.Get(strings.Replace(p.probe, "/readyz", "/status", 1))
+	resp, err := p.client.Get(strings.Replace(p.probe, "/readyz", "/status", 1))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -255,7 +255,7 @@ func TestPostgresRolesMove(t *testing.T) {
 
 // instancePort is the port of a running program's HTTP server.
 func (p *program) instancePort() string {
-	return strings.TrimSuffix(strings.TrimPrefix(p.probe, "http://127.0.0.1:"), "/readyz")
+	return strings.TrimSuffix(p.probe[strings.LastIndex(p.probe, ":")+1:], "/readyz")
 }
 
 // TestMariaDBRolesMove moves the primary between two MariaDB instances: a

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math/big"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -151,6 +152,7 @@ func TestPostgresServesTLS(t *testing.T) {
 		t.Fatalf("a session verifying the server certificate: ssl %t, %v", ssl, err)
 	}
 	first := served()
+	checkInstanceServesTLS(t, p, config)
 
 	// Past the program's first polls (the first one reloads the
 	// configuration anyway), so only following the certificate can serve
@@ -353,8 +355,7 @@ func TestMariaDBReplicationVerifiesThePrimary(t *testing.T) {
 			"--replication-password-file=" + filepath.Join(dir, "replication-password")}
 	}
 	primary := start(t, my, path, args["db-0"]...)
-	instancePort := strings.TrimSuffix(strings.TrimPrefix(primary.probe, "http://127.0.0.1:"), "/readyz")
-	cloneFrom := []string{"--clone-from=127.0.0.1", "--clone-port=" + strconv.Itoa(ports["db-0"]), "--clone-instance-port=" + instancePort}
+	cloneFrom := []string{"--clone-from=127.0.0.1", "--clone-port=" + strconv.Itoa(ports["db-0"]), "--clone-instance-port=" + primary.instancePort()}
 	start(t, my, path, append(args["db-1"], append(cloneFrom, "--tls-dir="+certs.dir)...)...)
 
 	replicaTLS := func(name string) (allowed, verified string) {
@@ -414,9 +415,13 @@ func TestMariaDBReplicationVerifiesThePrimary(t *testing.T) {
 	if _, err := app.ExecContext(ctx, "INSERT INTO orders SELECT seq FROM seq_1_to_100"); err != nil {
 		t.Fatal(err)
 	}
-	second := strings.TrimSuffix(strings.TrimPrefix(primary.probe, "http://127.0.0.1:"), "/readyz")
+	// Cloned over HTTPS, from the primary's instance program that serves
+	// its certificate now.
+	if !strings.HasPrefix(primary.probe, "https://") {
+		t.Fatalf("the primary serves its instance program without TLS: %s", primary.probe)
+	}
 	start(t, my, path, append(args["db-2"], "--clone-from=127.0.0.1", "--clone-port="+strconv.Itoa(ports["db-0"]),
-		"--clone-instance-port="+second, "--tls-dir="+certs.dir)...)
+		"--clone-instance-port="+primary.instancePort(), "--tls-dir="+certs.dir)...)
 	if allowed, verified := replicaTLS("db-2"); allowed != "Yes" || verified != "Yes" {
 		t.Errorf("a replica cloned from a primary serving TLS: Master_SSL_Allowed %s, Master_SSL_Verify_Server_Cert %s", allowed, verified)
 	}
@@ -436,5 +441,29 @@ func TestMariaDBReplicationVerifiesThePrimary(t *testing.T) {
 			}
 			return nil
 		})
+	}
+}
+
+// checkInstanceServesTLS expects the instance program to serve /status
+// over HTTPS with the certificate, as the operator reads it (verifying
+// it), and nothing over plain HTTP.
+func checkInstanceServesTLS(t *testing.T, p *program, config *tls.Config) {
+	t.Helper()
+	verifying := &http.Client{Transport: &http.Transport{TLSClientConfig: config}, Timeout: 10 * time.Second}
+	status := strings.Replace(p.probe, "/readyz", layout.StatusPath, 1)
+	resp, err := verifying.Get(status)
+	if err != nil {
+		t.Fatalf("/status over verified HTTPS: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("/status over verified HTTPS: %s", resp.Status)
+	}
+	resp, err = http.Get(strings.Replace(status, "https://", "http://", 1))
+	if err == nil {
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			t.Error("/status is served over plain HTTP too")
+		}
 	}
 }

@@ -3,6 +3,8 @@ package realnode_test
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	"database/sql"
 	"fmt"
 	"net"
@@ -23,6 +25,7 @@ import (
 
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
 	"github.com/dbpilot/dbpilot/controllers/desired"
+	"github.com/dbpilot/dbpilot/instance/layout"
 )
 
 // restrictedNamespace creates a namespace enforcing PodSecurity restricted;
@@ -92,7 +95,7 @@ func connectAppThrough(ctx context.Context, db *dbpilotv1alpha1.Database, servic
 	if err != nil {
 		return nil, err
 	}
-	return connectAppAt(ctx, db, svc.Spec.ClusterIP, int(svc.Spec.Ports[0].Port))
+	return connectAppAt(ctx, db, endpoint{svc.Spec.ClusterIP, int(svc.Spec.Ports[0].Port), db.ServiceHost(service)})
 }
 
 // connectAppToPod opens a session as the application user straight to one
@@ -103,27 +106,64 @@ func connectAppToPod(ctx context.Context, db *dbpilotv1alpha1.Database, name str
 		return nil, err
 	}
 	profile, _ := db.Spec.Engine.Profile()
-	return connectAppAt(ctx, db, pod.Status.PodIP, int(profile.Port))
+	return connectAppAt(ctx, db, endpoint{pod.Status.PodIP, int(profile.Port), name + "." + db.ServiceHost(db.HeadlessServiceName())})
 }
 
-// connectAppAt opens a session as the application user to host:port, with
-// the credentials from the Database's Secret.
-func connectAppAt(ctx context.Context, db *dbpilotv1alpha1.Database, host string, port int) (sqlSession, error) {
+// endpoint is where a session connects (the host has no cluster DNS: an
+// address) and the name the server's certificate is verified for.
+type endpoint struct {
+	address    string
+	port       int
+	serverName string
+}
+
+// connectAppAt opens a session as the application user to the endpoint,
+// with the credentials from the Database's Secret.
+func connectAppAt(ctx context.Context, db *dbpilotv1alpha1.Database, at endpoint) (sqlSession, error) {
 	secret, err := clientset.CoreV1().Secrets(db.Namespace).Get(ctx, db.CredentialsSecretName(), metav1.GetOptions{})
 	if err != nil {
 		return nil, err
 	}
-	return connectWith(ctx, db, host, port, string(secret.Data[desired.SecretKeyUsername]), string(secret.Data[desired.SecretKeyPassword]))
+	return connectWith(ctx, db, at, string(secret.Data[desired.SecretKeyUsername]), string(secret.Data[desired.SecretKeyPassword]))
 }
 
-// connectWith opens a session to host:port as user with password.
-func connectWith(ctx context.Context, db *dbpilotv1alpha1.Database, host string, port int, user, password string) (sqlSession, error) {
+// encryptedQuery reads 1 when the session runs over TLS.
+func encryptedQuery(engine dbpilotv1alpha1.Engine) string {
+	if engine == dbpilotv1alpha1.EnginePostgres {
+		return "SELECT ssl::int FROM pg_stat_ssl WHERE pid = pg_backend_pid()"
+	}
+	return "SELECT COUNT(*) FROM information_schema.SESSION_STATUS WHERE VARIABLE_NAME = 'SSL_CIPHER' AND VARIABLE_VALUE <> ''"
+}
+
+// serverTLS verifies the Database's server certificate for serverName
+// against the authority in its Secret, as a client given ca.crt does.
+func serverTLS(ctx context.Context, db *dbpilotv1alpha1.Database, serverName string) (*tls.Config, error) {
+	secret, err := clientset.CoreV1().Secrets(db.Namespace).Get(ctx, db.CertificateAuthoritySecretName(), metav1.GetOptions{})
+	if err != nil {
+		return nil, err
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(secret.Data[layout.KeyCACert]) {
+		return nil, fmt.Errorf("Secret %s holds no certificate authority", secret.Name)
+	}
+	return &tls.Config{RootCAs: roots, ServerName: serverName, MinVersion: tls.VersionTLS12}, nil
+}
+
+// connectWith opens a session to the endpoint as user with password, over
+// TLS that verifies the server's certificate (sslmode=verify-full; no
+// fallback to a session without TLS).
+func connectWith(ctx context.Context, db *dbpilotv1alpha1.Database, at endpoint, user, password string) (sqlSession, error) {
+	config, err := serverTLS(ctx, db, at.serverName)
+	if err != nil {
+		return nil, err
+	}
 	if db.Spec.Engine == dbpilotv1alpha1.EnginePostgres {
-		cfg, err := pgx.ParseConfig("")
+		cfg, err := pgx.ParseConfig("sslmode=verify-full")
 		if err != nil {
 			return nil, err
 		}
-		cfg.Host, cfg.Port, cfg.User, cfg.Password, cfg.Database = host, uint16(port), user, password, user
+		cfg.Host, cfg.Port, cfg.User, cfg.Password, cfg.Database = at.address, uint16(at.port), user, password, user
+		cfg.TLSConfig, cfg.Fallbacks = config, nil
 		cfg.ConnectTimeout = 5 * time.Second
 		conn, err := pgx.ConnectConfig(ctx, cfg)
 		if err != nil {
@@ -132,8 +172,8 @@ func connectWith(ctx context.Context, db *dbpilotv1alpha1.Database, host string,
 		return pgSession{conn}, nil
 	}
 	cfg := mysqldriver.NewConfig()
-	cfg.Net, cfg.Addr, cfg.User, cfg.Passwd, cfg.DBName = "tcp", net.JoinHostPort(host, strconv.Itoa(port)), user, password, user
-	cfg.Timeout = 5 * time.Second
+	cfg.Net, cfg.Addr, cfg.User, cfg.Passwd, cfg.DBName = "tcp", net.JoinHostPort(at.address, strconv.Itoa(at.port)), user, password, user
+	cfg.Timeout, cfg.TLS = 5*time.Second, config
 	connector, err := mysqldriver.NewConnector(cfg)
 	if err != nil {
 		return nil, err
@@ -234,6 +274,9 @@ func TestDatabaseServesAndKeepsData(t *testing.T) {
 				return err
 			}, 30*time.Second, 100*time.Millisecond).Should(Succeed(), "the application user connects through the -rw Service once the Database is Available")
 			t.Logf("%s: first session through the -rw Service %.2fs after Available", tc.engine, time.Since(connectStart).Seconds())
+			// The session verified the server's certificate; the server
+			// says it is encrypted.
+			g.Expect(session.queryInt(ctx, encryptedQuery(tc.engine))).To(Equal(1), "the session is over TLS")
 			g.Expect(session.exec(ctx, "CREATE TABLE orders (id INT PRIMARY KEY, note VARCHAR(40))")).To(Succeed())
 			for i := 1; i <= 100; i++ {
 				g.Expect(session.exec(ctx, fmt.Sprintf("INSERT INTO orders VALUES (%d, 'order %d')", i, i))).To(Succeed())
@@ -291,7 +334,7 @@ func rotateApplicationPassword(t *testing.T, g Gomega, db *dbpilotv1alpha1.Datab
 	rotated := time.Now()
 	svc, err := clientset.CoreV1().Services(db.Namespace).Get(ctx, db.ReadWriteServiceName(), metav1.GetOptions{})
 	g.Expect(err).NotTo(HaveOccurred())
-	host, port := svc.Spec.ClusterIP, int(svc.Spec.Ports[0].Port)
+	rw := endpoint{svc.Spec.ClusterIP, int(svc.Spec.Ports[0].Port), db.ServiceHost(db.ReadWriteServiceName())}
 	g.Eventually(func() error {
 		session, err := connectApp(ctx, db)
 		if err == nil {
@@ -300,7 +343,7 @@ func rotateApplicationPassword(t *testing.T, g Gomega, db *dbpilotv1alpha1.Datab
 		return err
 	}, 3*time.Minute, time.Second).Should(Succeed(), "the new password works once the kubelet has updated the mounted Secret")
 	t.Logf("%s: password rotated: the new one works %.1fs after the Secret changed", db.Spec.Engine, time.Since(rotated).Seconds())
-	session, err := connectWith(ctx, db, host, port, user, former)
+	session, err := connectWith(ctx, db, rw, user, former)
 	if err == nil {
 		session.close()
 	}

@@ -103,7 +103,8 @@ func (m operatorMetrics) families(g Gomega) map[string]*dto.MetricFamily {
 }
 
 // value is the value of the family's series with exactly these labels (a
-// gauge's, or a counter's or histogram's count), or -1 when absent.
+// gauge's, a counter's or an untyped one's, or a histogram's count), or -1
+// when absent.
 func value(families map[string]*dto.MetricFamily, name string, labels map[string]string) float64 {
 	family, ok := families[name]
 	if !ok {
@@ -126,6 +127,8 @@ func value(families map[string]*dto.MetricFamily, name string, labels map[string
 			return metric.GetCounter().GetValue()
 		case metric.Histogram != nil:
 			return float64(metric.GetHistogram().GetSampleCount())
+		case metric.Untyped != nil:
+			return metric.GetUntyped().GetValue()
 		}
 	}
 	return -1

@@ -2,8 +2,17 @@ package realnode_test
 
 import (
 	"context"
+	"crypto/tls"
+	"net"
+	"net/http"
+	"strconv"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	. "github.com/onsi/gomega"
 	"github.com/onsi/gomega/types"
@@ -13,6 +22,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
+	"github.com/dbpilot/dbpilot/controllers/desired"
+	"github.com/dbpilot/dbpilot/instance/layout"
 )
 
 // replicationSQL is what the test runs on each engine.
@@ -86,6 +97,7 @@ func testReplicasServeReads(t *testing.T, tc replicationSQL) {
 	// Through the -ro Service, and from each replica.
 	g.Eventually(func(g Gomega) int { return readReplica(g, db, tc, "") }, 30*time.Second, 500*time.Millisecond).Should(Equal(500500))
 	expectEveryReplica(g, db, tc, 3, 500500)
+	expectReplicationOverTLS(g, db, 3)
 
 	scale(g, db, 4)
 	start = time.Now()
@@ -213,4 +225,84 @@ func waitReadyPods(g Gomega, db *dbpilotv1alpha1.Database, n int32) {
 func caughtUpReplica(name string) types.GomegaMatcher {
 	return And(HaveField("Name", name), HaveField("Role", "replica"), HaveField("Ready", true),
 		HaveField("Replicating", true), HaveField("LagSeconds", HaveValue(BeZero())))
+}
+
+// expectReplicationOverTLS expects every replica of the Database's pods to
+// replicate over TLS: PostgreSQL's WAL senders on the primary run over TLS
+// (asked as the superuser through -rw); MariaDB's replicas report
+// Master_SSL_Allowed and Master_SSL_Verify_Server_Cert in their metrics
+// (the tests of the instance program check that PostgreSQL's replicas
+// verify the primary's certificate too).
+func expectReplicationOverTLS(g Gomega, db *dbpilotv1alpha1.Database, pods int) {
+	ctx := context.Background()
+	secret, err := clientset.CoreV1().Secrets(db.Namespace).Get(ctx, db.CredentialsSecretName(), metav1.GetOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	superuser := string(secret.Data[desired.SecretKeySuperuserPassword])
+	if db.Spec.Engine == dbpilotv1alpha1.EnginePostgres {
+		svc, err := clientset.CoreV1().Services(db.Namespace).Get(ctx, db.ReadWriteServiceName(), metav1.GetOptions{})
+		g.Expect(err).NotTo(HaveOccurred())
+		rw := endpoint{svc.Spec.ClusterIP, int(svc.Spec.Ports[0].Port), db.ServiceHost(db.ReadWriteServiceName())}
+		g.Eventually(func(g Gomega) {
+			session, err := connectSuperuser(ctx, db, rw, superuser)
+			g.Expect(err).NotTo(HaveOccurred())
+			defer session.close()
+			g.Expect(session.queryInt(ctx, "SELECT count(*)::int FROM pg_stat_replication JOIN pg_stat_ssl USING (pid) WHERE ssl")).
+				To(Equal(pods-1), "WAL senders over TLS")
+		}, time.Minute, time.Second).Should(Succeed())
+		return
+	}
+	g.Eventually(func(g Gomega) {
+		for _, instance := range db.Status.Instances {
+			if instance.Role != dbpilotv1alpha1.RoleReplica {
+				continue
+			}
+			families := podMetrics(g, db, instance.Name)
+			for _, name := range []string{"mysql_slave_status_master_ssl_allowed", "mysql_slave_status_master_ssl_verify_server_cert"} {
+				g.Expect(value(families, name, nil)).To(Equal(1.0), "%s of %s", name, instance.Name)
+			}
+		}
+	}, time.Minute, time.Second).Should(Succeed())
+}
+
+// connectSuperuser opens a PostgreSQL session as the superuser to the
+// postgres database.
+func connectSuperuser(ctx context.Context, db *dbpilotv1alpha1.Database, at endpoint, password string) (sqlSession, error) {
+	config, err := serverTLS(ctx, db, at.serverName)
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := pgx.ParseConfig("sslmode=verify-full")
+	if err != nil {
+		return nil, err
+	}
+	cfg.Host, cfg.Port, cfg.User, cfg.Password, cfg.Database = at.address, uint16(at.port), "postgres", password, "postgres"
+	cfg.TLSConfig, cfg.Fallbacks, cfg.ConnectTimeout = config, nil, 5*time.Second
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	return pgSession{conn}, nil
+}
+
+// podMetrics scrapes one pod's engine metrics as a Prometheus would, with
+// the namespace's metrics token.
+func podMetrics(g Gomega, db *dbpilotv1alpha1.Database, name string) map[string]*dto.MetricFamily {
+	ctx := context.Background()
+	pod, err := clientset.CoreV1().Pods(db.Namespace).Get(ctx, name, metav1.GetOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	secret, err := clientset.CoreV1().Secrets(db.Namespace).Get(ctx, dbpilotv1alpha1.MetricsSecretName, metav1.GetOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(layout.MetricsPort))+layout.MetricsPath, nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	req.Header.Set("Authorization", "Bearer "+string(secret.Data[layout.KeyMetricsToken]))
+	// The metrics endpoint's certificate is its own, made at start.
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	resp, err := client.Do(req)
+	g.Expect(err).NotTo(HaveOccurred())
+	defer resp.Body.Close()
+	g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	g.Expect(err).NotTo(HaveOccurred())
+	return families
 }
