@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,6 +18,7 @@ import (
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
 	"github.com/dbpilot/dbpilot/controllers/desired"
 	"github.com/dbpilot/dbpilot/internal/imagecatalog"
+	"github.com/dbpilot/dbpilot/internal/pki"
 )
 
 // rawFieldManager applies the raw client's objects.
@@ -45,16 +47,28 @@ func rawSecret(s *corev1.Secret) *corev1.Secret {
 
 // createRawChildren creates, with cs and no operator, the children the
 // operator creates for db (a defaulted Database that does not exist): the
-// generated Secrets, the designation and engine ConfigMaps, the three
+// generated Secrets (the certificate authority and server certificate
+// issued as the operator issues them), the designation and engine ConfigMaps, the three
 // Services, the StatefulSet and, when the Database needs one, the
 // PodDisruptionBudget. The objects come from the operator's own builders,
 // so both runs ask the cluster for the same work.
 func createRawChildren(ctx context.Context, cs kubernetes.Interface, db *dbpilotv1alpha1.Database, images imagecatalog.Catalog) error {
 	create := metav1.CreateOptions{FieldManager: rawFieldManager}
 	apply := metav1.ApplyOptions{FieldManager: rawFieldManager, Force: true}
+	now := time.Now()
+	authority, err := pki.NewAuthority(db.Name, now)
+	if err != nil {
+		return err
+	}
+	server, err := pki.IssueServer(authority, db.ServerNames(), now)
+	if err != nil {
+		return err
+	}
 	for _, secret := range []*corev1.Secret{
 		desired.CredentialsSecret(db, desired.Credentials{Password: rand.Text(), SuperuserPassword: rand.Text()}),
 		desired.ReplicationSecret(db, desired.InternalPasswords{Replication: rand.Text(), Monitoring: rand.Text()}),
+		desired.CertificateAuthoritySecret(db, authority),
+		desired.ServerCertificateSecret(db, server, authority.CertPEM),
 	} {
 		if _, err := cs.CoreV1().Secrets(db.Namespace).Create(ctx, rawSecret(secret), create); err != nil {
 			return fmt.Errorf("Secret %s: %w", secret.Name, err)
