@@ -140,7 +140,7 @@ func run(args []string, log *slog.Logger) error {
 	switch *engineName {
 	case "postgres":
 		replication := postgres.Replication{PrimaryHost: *cloneFrom, Port: *clonePort, SlotName: layout.SlotName(r.name), Password: r.password,
-			TLS: instance.TLS{Dir: *tlsDir}}
+			TLS: instance.TLS{Dir: *tlsDir}, PassFile: postgres.PassFile(*socket)}
 		if r.replica {
 			replication.CloneFrom = *cloneFrom
 		}

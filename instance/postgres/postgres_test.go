@@ -3,6 +3,7 @@ package postgres
 import (
 	"encoding/base64"
 	"fmt"
+	"os"
 	"strings"
 	"syscall"
 	"testing"
@@ -83,10 +84,16 @@ func TestSlotWALBound(t *testing.T) {
 }
 
 func TestStandbyConfigVerifiesThePrimaryWhenTold(t *testing.T) {
-	r := Replication{PrimaryHost: "orders-rw.shop.svc", Password: "pw", SlotName: "orders_1", TLS: instance.TLS{Dir: "/dbpilot/tls"}}
+	r := Replication{PrimaryHost: "orders-rw.shop.svc", Password: "pw", SlotName: "orders_1", TLS: instance.TLS{Dir: "/dbpilot/tls"},
+		PassFile: PassFile("/var/run/postgresql")}
 	verified := StandbyConfig("", r, sslVerifyFull)
 	if !strings.Contains(verified, "sslmode=verify-full sslrootcert=''/dbpilot/tls/ca.crt''") {
 		t.Errorf("verify-full standby configuration:\n%s", verified)
+	}
+	// The server logs a primary_conninfo changed at a reload: it names
+	// the password's file, never the password.
+	if !strings.Contains(verified, "passfile=''/var/run/postgresql/.dbpilot-replication.pgpass''") || strings.Contains(verified, "pw") {
+		t.Errorf("the standby configuration does not read the password from its file:\n%s", verified)
 	}
 	if plain := StandbyConfig("", r, ""); strings.Contains(plain, "sslmode") {
 		t.Errorf("a standby configuration without an sslmode sets one:\n%s", plain)
@@ -110,5 +117,22 @@ func TestVerifiesPrimary(t *testing.T) {
 		if got := verifiesPrimary(conninfo); got != want {
 			t.Errorf("%q: %t, want %t", conninfo, got, want)
 		}
+	}
+}
+
+func TestPassFileEscapesThePassword(t *testing.T) {
+	r := Replication{Password: `p:w\d`, PassFile: PassFile(t.TempDir())}
+	if err := r.writePassFile(); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(r.PassFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := string(data), `*:*:*:dbpilot_replication:p\:w\\d`+"\n"; got != want {
+		t.Errorf("password file %q, want %q", got, want)
+	}
+	if info, _ := os.Stat(r.PassFile); info.Mode().Perm() != 0o600 {
+		t.Errorf("mode %v, want 0600 (libpq ignores a file others may read)", info.Mode().Perm())
 	}
 }

@@ -36,6 +36,10 @@ func (e *Engine) PrepareData(ctx context.Context, creds instance.Credentials, lo
 	if err := e.removeStaleLocks(); err != nil {
 		return err
 	}
+	// The WAL receiver reads the replication password from its file.
+	if err := e.Replication.writePassFile(); err != nil {
+		return fmt.Errorf("writing the replication password file: %w", err)
+	}
 	if _, err := os.Stat(filepath.Join(e.DataDir, standbySignal)); err != nil {
 		initialized, err := e.Initialized()
 		if err != nil || !initialized || e.Replication.CloneFrom == "" {

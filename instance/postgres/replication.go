@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -38,6 +39,30 @@ type Replication struct {
 	// verify the primary's certificate against the Database's authority
 	// once the primary serves one.
 	TLS instance.TLS
+	// PassFile is where libpq reads the replication password from
+	// (writePassFile): primary_conninfo names the file and never holds the
+	// password, which the server logs with a primary_conninfo changed at
+	// a reload.
+	PassFile string
+}
+
+// PassFile is the replication password's file in the socket directory: an
+// emptyDir, never on the data volume nor in a backup.
+func PassFile(socketDir string) string { return filepath.Join(socketDir, ".dbpilot-replication.pgpass") }
+
+// writePassFile writes the replication password as a libpq password file
+// (mode 0600, as libpq requires) for the replication user, any host.
+func (r Replication) writePassFile() error {
+	if r.PassFile == "" || r.Password == "" {
+		return nil
+	}
+	escape := strings.NewReplacer(`\`, `\\`, ":", `\:`)
+	line := "*:*:*:" + ReplicationUser + ":" + escape.Replace(r.Password) + "\n"
+	tmp := r.PassFile + ".tmp"
+	if err := os.WriteFile(tmp, []byte(line), 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, r.PassFile)
 }
 
 // SSL modes of connections to the primary.
@@ -126,6 +151,9 @@ func (e *Engine) clone(ctx context.Context) error {
 	if e.Replication.Password == "" {
 		return errors.New("cloning a replica needs the replication password")
 	}
+	if err := e.Replication.writePassFile(); err != nil {
+		return fmt.Errorf("writing the replication password file: %w", err)
+	}
 	mode, err := e.Replication.sslMode(ctx, e.Replication.CloneFrom)
 	if err != nil {
 		return fmt.Errorf("asking the primary %s for TLS: %w", e.Replication.CloneFrom, err)
@@ -136,7 +164,7 @@ func (e *Engine) clone(ctx context.Context) error {
 		// primary_conninfo with the rest of the connection) name the
 		// standby in the primary's pg_stat_replication by its slot, as a
 		// rejoined one is named, and keep it verifying the primary.
-		cmd.Env = append(os.Environ(), "PGPASSWORD="+e.Replication.Password, "PGCONNECT_TIMEOUT=10", "PGAPPNAME="+e.Replication.SlotName)
+		cmd.Env = append(os.Environ(), "PGPASSFILE="+e.Replication.PassFile, "PGCONNECT_TIMEOUT=10", "PGAPPNAME="+e.Replication.SlotName)
 		cmd.Env = append(cmd.Env, e.Replication.sslEnv(mode)...)
 		return cmd.CombinedOutput()
 	}

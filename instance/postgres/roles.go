@@ -81,8 +81,7 @@ var standbySettings = []string{"primary_conninfo", "primary_slot_name"}
 
 // writeStandbyConfig makes the stopped data directory a replica's: the
 // standby signal, and the primary's address and this instance's slot in
-// postgresql.auto.conf (mode 0600, like the rest of PGDATA: it holds the
-// replication password, as pg_basebackup's own configuration does).
+// postgresql.auto.conf (mode 0600, like the rest of PGDATA).
 func (e *Engine) writeStandbyConfig() error {
 	r := e.Replication
 	if r.PrimaryHost == "" {
@@ -121,7 +120,7 @@ func (r Replication) primaryConninfo(sslmode string) string {
 		"host=" + conninfoValue(r.PrimaryHost),
 		"port=" + strconv.Itoa(r.port()),
 		"user=" + ReplicationUser,
-		"password=" + conninfoValue(r.Password),
+		"passfile=" + conninfoValue(r.PassFile),
 		"application_name=" + conninfoValue(r.SlotName),
 	}, r.sslOptions(sslmode)...), " ")
 }

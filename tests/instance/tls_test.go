@@ -258,7 +258,7 @@ func TestPostgresReplicationVerifiesThePrimary(t *testing.T) {
 	primaryArgs := pgInstanceArgs(t, pg, "db-0", primaryPort, "")
 	primary := start(t, pg, path, primaryArgs...)
 	cloneFrom := []string{"--clone-from=127.0.0.1", "--clone-port=" + strconv.Itoa(primaryPort)}
-	start(t, pg, path, append(pgInstanceArgs(t, pg, "db-1", replicaPort, certs.dir), cloneFrom...)...)
+	replica := start(t, pg, path, append(pgInstanceArgs(t, pg, "db-1", replicaPort, certs.dir), cloneFrom...)...)
 
 	conninfo := func(port int) string {
 		conn, err := pgConnect(ctx, port, "postgres", "super-pass", "postgres")
@@ -317,9 +317,16 @@ func TestPostgresReplicationVerifiesThePrimary(t *testing.T) {
 		return nil
 	})
 
-	start(t, pg, path, append(pgInstanceArgs(t, pg, "db-2", secondPort, certs.dir), cloneFrom...)...)
+	second := start(t, pg, path, append(pgInstanceArgs(t, pg, "db-2", secondPort, certs.dir), cloneFrom...)...)
 	if info := conninfo(secondPort); !verifyFull.MatchString(info) {
 		t.Errorf("a replica cloned from a primary serving TLS does not verify it: %s", info)
+	}
+	// The server logs primary_conninfo when a reload changes it: it names
+	// the password's file, and the password appears nowhere.
+	for _, p := range []*program{primary, replica, second} {
+		if strings.Contains(p.printed(), "repl-pass") {
+			t.Errorf("the replication password appears in an instance's output")
+		}
 	}
 	eventually(t, 15*time.Second, "the new replica streams over TLS", func() error {
 		if got := sendersOf(); !got["db_2"] {
