@@ -48,7 +48,9 @@ type Replication struct {
 
 // PassFile is the replication password's file in the socket directory: an
 // emptyDir, never on the data volume nor in a backup.
-func PassFile(socketDir string) string { return filepath.Join(socketDir, ".dbpilot-replication.pgpass") }
+func PassFile(socketDir string) string {
+	return filepath.Join(socketDir, ".dbpilot-replication.pgpass")
+}
 
 // writePassFile writes the replication password as a libpq password file
 // (mode 0600, as libpq requires) for the replication user, any host.
