@@ -17,14 +17,21 @@ func (e *Engine) FollowConfig(ctx context.Context) error {
 	if err != nil || !changed {
 		return err
 	}
+	if err := e.reload(ctx); err != nil {
+		return fmt.Errorf("reloading the configuration: %w", err)
+	}
+	e.followedConfig.Applied(content)
+	return nil
+}
+
+// reload has the server read its configuration file and its certificate
+// again.
+func (e *Engine) reload(ctx context.Context) error {
 	conn, err := e.connect(ctx)
 	if err != nil {
 		return err
 	}
 	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "SELECT pg_reload_conf()"); err != nil {
-		return fmt.Errorf("reloading the configuration: %w", err)
-	}
-	e.followedConfig.Applied(content)
-	return nil
+	_, err = conn.Exec(ctx, "SELECT pg_reload_conf()")
+	return err
 }

@@ -172,12 +172,7 @@ func (e *Engine) TLSFiles() instance.TLS { return e.TLS }
 
 // ReloadTLS has the server reload, which reads its certificate again.
 func (e *Engine) ReloadTLS(ctx context.Context) error {
-	conn, err := e.connect(ctx)
-	if err != nil {
-		return err
-	}
-	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "SELECT pg_reload_conf()"); err != nil {
+	if err := e.reload(ctx); err != nil {
 		return fmt.Errorf("reloading the server certificate: %w", err)
 	}
 	return nil

@@ -119,17 +119,9 @@ func (c *certificates) clientConfig(t *testing.T) (*tls.Config, func() *big.Int)
 func TestPostgresServesTLS(t *testing.T) {
 	pg := lookup(t, "postgres")
 	ctx := context.Background()
-	dir := pg.workDir(t)
-	creds := pg.mkdir(t, filepath.Join(dir, "credentials"))
-	sockets := pg.mkdir(t, filepath.Join(dir, "run"))
 	port := freePort(t)
-	credentials(t, pg, creds, "shop", "app-pass", "super-pass")
-	pg.writeFile(t, filepath.Join(dir, "postgresql.conf"), fmt.Sprintf(
-		"listen_addresses = '127.0.0.1'\nport = %d\nunix_socket_directories = '%s'\nshared_buffers = 32MB\n", port, sockets))
 	certs := newCertificates(t, pg)
-	p := start(t, pg, "/usr/lib/postgresql/15/bin:/usr/bin:/bin", "--engine=postgres", "--data-dir="+filepath.Join(dir, "pgdata"),
-		"--config-file="+filepath.Join(dir, "postgresql.conf"), "--socket="+sockets, "--port="+strconv.Itoa(port),
-		"--credentials-dir="+creds, "--tls-dir="+certs.dir)
+	p := start(t, pg, "/usr/lib/postgresql/15/bin:/usr/bin:/bin", pgInstanceArgs(t, pg, "db-0", port, certs.dir)...)
 	defer p.stop(t)
 
 	config, served := certs.clientConfig(t)
