@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
+	"github.com/dbpilot/dbpilot/controllers/desired"
 	"github.com/dbpilot/dbpilot/instance/layout"
 )
 
@@ -29,26 +30,16 @@ type instanceTarget struct {
 // instanceTargetOf reaches the pod's instance program over HTTPS,
 // verifying it against the Database's authority (authorityPEM, as the
 // server certificate Secret carries it) for the headless Service's name,
-// when the pod mounts the server certificate; over HTTP when it does not
-// (a pod from before dbpilot issued certificates).
+// when its template says it serves the certificate (the annotation: the
+// cache keeps a pod's metadata, not its volumes); over HTTP when it does
+// not (a pod from before dbpilot issued certificates).
 func instanceTargetOf(db *dbpilotv1alpha1.Database, authorityPEM []byte, pod *corev1.Pod) instanceTarget {
 	address := net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(layout.ProbePort))
-	if !servesCertificate(db, pod) {
+	if pod.Annotations[desired.AnnotationInstanceTLS] != "true" {
 		return instanceTarget{base: "http://" + address, client: http.DefaultClient}
 	}
 	return instanceTarget{base: "https://" + address,
 		client: instanceTransports.client(client.ObjectKeyFromObject(db), authorityPEM, db.ServiceHost(db.HeadlessServiceName()))}
-}
-
-// servesCertificate reports whether the pod mounts the Database's server
-// certificate, which its instance program then serves.
-func servesCertificate(db *dbpilotv1alpha1.Database, pod *corev1.Pod) bool {
-	for _, volume := range pod.Spec.Volumes {
-		if volume.Secret != nil && volume.Secret.SecretName == db.ServerCertificateSecretName() {
-			return true
-		}
-	}
-	return false
 }
 
 // instanceAuthority is the authority's certificate the Database's server

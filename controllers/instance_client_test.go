@@ -13,25 +13,31 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
+	"github.com/dbpilot/dbpilot/controllers/desired"
 	"github.com/dbpilot/dbpilot/internal/pki"
 )
 
 func TestInstanceTargetFollowsThePodsCertificate(t *testing.T) {
 	db := &dbpilotv1alpha1.Database{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "orders"}}
 	old := &corev1.Pod{Status: corev1.PodStatus{PodIP: "10.0.0.5"}}
-	mounted := old.DeepCopy()
-	mounted.Spec.Volumes = []corev1.Volume{{Name: "tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{SecretName: "orders-tls"}}}}
+	// As the cache holds it: metadata and status, no volumes.
+	mounted, err := TransformPodForCache(&corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{desired.AnnotationInstanceTLS: "true"}},
+		Spec:       corev1.PodSpec{Volumes: []corev1.Volume{{Name: "tls"}}}, Status: old.Status})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if got := instanceTargetOf(db, nil, old).base; got != "http://10.0.0.5:8000" {
 		t.Errorf("a pod without the certificate: %s", got)
 	}
-	target := instanceTargetOf(db, []byte("authority"), mounted)
+	target := instanceTargetOf(db, []byte("authority"), mounted.(*corev1.Pod))
 	if target.base != "https://10.0.0.5:8000" || target.client == http.DefaultClient {
 		t.Errorf("a pod with the certificate: %s", target.base)
 	}
-	if again := instanceTargetOf(db, []byte("authority"), mounted); again.client != target.client {
+	if again := instanceTargetOf(db, []byte("authority"), mounted.(*corev1.Pod)); again.client != target.client {
 		t.Error("a second target of the same Database does not reuse its client")
 	}
-	if renewed := instanceTargetOf(db, []byte("another authority"), mounted); renewed.client == target.client {
+	if renewed := instanceTargetOf(db, []byte("another authority"), mounted.(*corev1.Pod)); renewed.client == target.client {
 		t.Error("a new authority keeps the old client")
 	}
 	instanceTransports.forget(types.NamespacedName{Namespace: "shop", Name: "orders"})

@@ -36,6 +36,10 @@ const (
 	// engine started with, for which the settings only a restart applies
 	// (PostgreSQL's shared_buffers and max_connections) are still sized.
 	AnnotationStartedTier = "dbpilot.io/started-tier"
+	// AnnotationInstanceTLS on a pod says its instance program serves
+	// HTTPS with the Database's server certificate (a pod from before
+	// dbpilot issued certificates serves HTTP).
+	AnnotationInstanceTLS = "dbpilot.io/instance-tls"
 )
 
 // Container and volume names.
@@ -145,6 +149,7 @@ func PodTemplate(db *dbpilotv1alpha1.Database, images imagecatalog.Catalog) *cor
 			dbpilotv1alpha1.AnnotationConfigChecksum: ConfigChecksum(db),
 			AnnotationTier:                           string(db.EffectiveTier()),
 			AnnotationVersion:                        db.EngineVersion(),
+			AnnotationInstanceTLS:                    "true",
 		}).
 		WithSpec(corev1ac.PodSpec().
 			WithAutomountServiceAccountToken(false).
