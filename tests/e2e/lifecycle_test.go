@@ -353,8 +353,8 @@ func TestUserCredentialsSecret(t *testing.T) {
 		}
 		g.Expect(strings.Join(c.Args, " ")).NotTo(ContainSubstring("s3cret"), "no secret value in the pod spec")
 	}
-	g.Expect(refs).To(ConsistOf("crm-own", "crm-replication", dbpilotv1alpha1.MetricsSecretName),
-		"the pod reads the credentials from the user's Secret, the replication password from dbpilot's, and the metrics token from the namespace's")
+	g.Expect(refs).To(ConsistOf("crm-own", "crm-replication", dbpilotv1alpha1.MetricsSecretName, "crm-tls"),
+		"the pod reads the credentials from the user's Secret, the replication password and the server certificate from dbpilot's, and the metrics token from the namespace's")
 }
 
 // TestDeletedCredentialsAreRegenerated deletes the generated credentials
