@@ -21,14 +21,14 @@ type TLS struct {
 	Dir string
 }
 
-// CertFile, KeyFile and CAFile are the certificate served, its key, and
-// the authority's certificate the other instances are verified with.
+// CertFile is the certificate served.
 func (t TLS) CertFile() string { return filepath.Join(t.Dir, layout.KeyTLSCert) }
 
 // KeyFile is the served certificate's private key.
 func (t TLS) KeyFile() string { return filepath.Join(t.Dir, layout.KeyTLSKey) }
 
-// CAFile is the Database's certificate authority's certificate.
+// CAFile is the Database's certificate authority's certificate, which the
+// other instances are verified with.
 func (t TLS) CAFile() string { return filepath.Join(t.Dir, layout.KeyCACert) }
 
 // Enabled reports whether there is a certificate to serve.
