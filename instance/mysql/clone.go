@@ -29,24 +29,36 @@ func MySQLReplicationUserStatements(password string) []Statement {
 // CloneStatements make a freshly initialized MySQL replica copy its
 // primary's data with the CLONE plugin (loaded by the configuration); the
 // server shuts down when the copy is in place, and the instance program's
-// exit makes the kubelet start it again on the cloned data.
-func CloneStatements(r Replication) []Statement {
+// exit makes the kubelet start it again on the cloned data. overTLS (the
+// Database's certificate is mounted) has the copy travel encrypted
+// (REQUIRE SSL, the clone plugin's own TLS; it does not verify the
+// donor's name).
+func CloneStatements(r Replication, overTLS bool) []Statement {
 	donor := r.CloneFrom + ":" + strconv.Itoa(r.port())
+	clone := fmt.Sprintf("CLONE INSTANCE FROM %s@%s:%d IDENTIFIED BY %s",
+		quoteString(ReplicationUser), quoteString(r.CloneFrom), r.port(), quoteString(r.Password))
+	if overTLS {
+		clone += " REQUIRE SSL"
+	}
 	return []Statement{
 		{"allowing the primary as clone donor", "SET GLOBAL clone_valid_donor_list = " + quoteString(donor)},
-		{"cloning the primary", fmt.Sprintf("CLONE INSTANCE FROM %s@%s:%d IDENTIFIED BY %s",
-			quoteString(ReplicationUser), quoteString(r.CloneFrom), r.port(), quoteString(r.Password))},
+		{"cloning the primary", clone},
 	}
 }
 
 // MySQLReplicaStatements point a cloned MySQL replica at its primary: GTID
-// auto-positioning finds where the clone ended, and the replica refuses
-// every write but replication's.
-func MySQLReplicaStatements(r Replication) []Statement {
+// auto-positioning finds where the clone ended (overTLS: over TLS that
+// verifies the primary's certificate), and the replica refuses every
+// write but replication's.
+func MySQLReplicaStatements(r Replication, overTLS bool) []Statement {
+	source := fmt.Sprintf(
+		"CHANGE REPLICATION SOURCE TO SOURCE_HOST=%s, SOURCE_PORT=%d, SOURCE_USER=%s, SOURCE_PASSWORD=%s, SOURCE_AUTO_POSITION=1, GET_SOURCE_PUBLIC_KEY=1, SOURCE_CONNECT_RETRY=5",
+		quoteString(r.CloneFrom), r.port(), quoteString(ReplicationUser), quoteString(r.Password))
+	if overTLS {
+		source += ", SOURCE_SSL=1, SOURCE_SSL_CA=" + quoteString(r.TLS.CAFile()) + ", SOURCE_SSL_VERIFY_SERVER_CERT=1"
+	}
 	return []Statement{
-		{"pointing the replica at its primary", fmt.Sprintf(
-			"CHANGE REPLICATION SOURCE TO SOURCE_HOST=%s, SOURCE_PORT=%d, SOURCE_USER=%s, SOURCE_PASSWORD=%s, SOURCE_AUTO_POSITION=1, GET_SOURCE_PUBLIC_KEY=1, SOURCE_CONNECT_RETRY=5",
-			quoteString(r.CloneFrom), r.port(), quoteString(ReplicationUser), quoteString(r.Password))},
+		{"pointing the replica at its primary", source},
 		{"starting replication", "START REPLICA"},
 		{"making the replica read-only", "SET GLOBAL super_read_only = ON"},
 	}
@@ -97,9 +109,9 @@ func (e *Engine) ensureMySQLReplica(ctx context.Context, db *sql.DB) error {
 	var statements []Statement
 	switch step {
 	case stepClone:
-		statements = CloneStatements(e.Replication)
+		statements = CloneStatements(e.Replication, e.Replication.TLS.Enabled())
 	case stepPointAtPrimary:
-		statements = MySQLReplicaStatements(e.Replication)
+		statements = MySQLReplicaStatements(e.Replication, e.Replication.TLS.Enabled())
 	case stepReplicating:
 		statements = []Statement{{"keeping the replica read-only", "SET GLOBAL super_read_only = ON"}}
 	}

@@ -114,8 +114,9 @@ func TestMonitoringStatements(t *testing.T) {
 
 // TestMySQLClonePath: a new MySQL replica clones its primary from the
 // allowed donor as the replication user, then replicates by GTID
-// auto-positioning and turns super_read_only; the primary's replication
-// user may be cloned (BACKUP_ADMIN). Unit-tested only: no MySQL server here.
+// auto-positioning and turns super_read_only, over TLS when the
+// certificate is mounted; the primary's replication user may be cloned
+// (BACKUP_ADMIN). Unit-tested only: no MySQL server here.
 func TestMySQLClonePath(t *testing.T) {
 	r := Replication{CloneFrom: "orders-rw.shop.svc", Port: 3306, Password: "r'pw"}
 	join := func(stmts []Statement) string {
@@ -125,7 +126,7 @@ func TestMySQLClonePath(t *testing.T) {
 		}
 		return strings.Join(all, "\n")
 	}
-	clone := join(CloneStatements(r))
+	clone := join(CloneStatements(r, false))
 	for _, want := range []string{
 		"SET GLOBAL clone_valid_donor_list = 'orders-rw.shop.svc:3306'",
 		"CLONE INSTANCE FROM 'dbpilot_replication'@'orders-rw.shop.svc':3306 IDENTIFIED BY 'r''pw'",
@@ -134,7 +135,7 @@ func TestMySQLClonePath(t *testing.T) {
 			t.Errorf("clone statements lack %q:\n%s", want, clone)
 		}
 	}
-	replica := join(MySQLReplicaStatements(r))
+	replica := join(MySQLReplicaStatements(r, false))
 	for _, want := range []string{
 		"CHANGE REPLICATION SOURCE TO SOURCE_HOST='orders-rw.shop.svc', SOURCE_PORT=3306, SOURCE_USER='dbpilot_replication', SOURCE_PASSWORD='r''pw', SOURCE_AUTO_POSITION=1",
 		"START REPLICA",
@@ -143,6 +144,18 @@ func TestMySQLClonePath(t *testing.T) {
 		if !strings.Contains(replica, want) {
 			t.Errorf("replica statements lack %q:\n%s", want, replica)
 		}
+	}
+	if strings.Contains(clone+replica, "SSL") {
+		t.Errorf("TLS without the certificate:\n%s\n%s", clone, replica)
+	}
+	// With the Database's certificate mounted: the clone encrypted, the
+	// replication verifying the primary.
+	r.TLS = instance.TLS{Dir: "/dbpilot/tls"}
+	if clone := join(CloneStatements(r, true)); !strings.Contains(clone, "IDENTIFIED BY 'r''pw' REQUIRE SSL") {
+		t.Errorf("clone over TLS:\n%s", clone)
+	}
+	if replica := join(MySQLReplicaStatements(r, true)); !strings.Contains(replica, "SOURCE_CONNECT_RETRY=5, SOURCE_SSL=1, SOURCE_SSL_CA='/dbpilot/tls/ca.crt', SOURCE_SSL_VERIFY_SERVER_CERT=1") {
+		t.Errorf("replication over TLS:\n%s", replica)
 	}
 	if user := join(MySQLReplicationUserStatements("r'pw")); !strings.Contains(user, "GRANT REPLICATION SLAVE, REPLICATION CLIENT, BACKUP_ADMIN ON *.* TO 'dbpilot_replication'@'%'") {
 		t.Errorf("replication user:\n%s", user)
