@@ -64,6 +64,9 @@ type Engine struct {
 	Restore *layout.RestoreSource
 	// TLS is the server certificate the server serves, when mounted.
 	TLS instance.TLS
+	// RequireTLS refuses network connections without TLS, when the
+	// certificate is mounted (the socket stays open to the program).
+	RequireTLS bool
 
 	// appliedSuperuser is the superuser password last applied: MySQL's root
 	// logs in with it until a rotated one is applied.
@@ -159,6 +162,9 @@ func (e *Engine) ServerCommand() *exec.Cmd {
 		args = append(args, "--read-only=ON")
 	}
 	args = append(args, TLSArgs(e.TLS)...)
+	if e.RequireTLS && e.TLS.Enabled() {
+		args = append(args, "--require-secure-transport=ON")
+	}
 	return exec.Command(name, append(args, e.ExtraArgs...)...)
 }
 

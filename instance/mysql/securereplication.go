@@ -70,8 +70,9 @@ var _ instance.ReplicationSecurer = (*Engine)(nil)
 // SecureReplication switches a MariaDB replica that replicates without
 // TLS (it was cloned or rejoined while its primary served none, or before
 // dbpilot issued certificates) to TLS that verifies its primary, once the
-// primary serves a certificate of the Database's authority. (MySQL
-// replicas are left as they are.)
+// primary serves a certificate of the Database's authority, whether its
+// replication runs or stopped (a primary that requires TLS refuses it
+// without). (MySQL replicas are left as they are.)
 func (e *Engine) SecureReplication(ctx context.Context) (bool, error) {
 	r := e.Replication
 	if e.Flavor != MariaDB || !r.TLS.Enabled() || e.promoting.Load() {
@@ -82,8 +83,8 @@ func (e *Engine) SecureReplication(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	defer db.Close()
-	replica, running, fields, err := replicaFields(ctx, db)
-	if err != nil || !replica || !running {
+	replica, _, fields, err := replicaFields(ctx, db)
+	if err != nil || !replica {
 		return false, err
 	}
 	if fields["Master_SSL_Allowed"] == "Yes" && fields["Master_SSL_Verify_Server_Cert"] == "Yes" {

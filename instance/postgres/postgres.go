@@ -52,6 +52,10 @@ type Engine struct {
 	Restore *layout.RestoreSource
 	// TLS is the server certificate the server serves, when mounted.
 	TLS instance.TLS
+	// RequireTLS refuses network connections without TLS, when the
+	// certificate is mounted (hostssl rules in pg_hba.conf; the local
+	// socket stays open to the program).
+	RequireTLS bool
 
 	// followedConfig is the configuration file's content last reloaded;
 	// only the supervisor's loop uses it.
@@ -80,12 +84,23 @@ func (e *Engine) Initialized() (bool, error) {
 // connections use peer authentication (the program runs as the server's OS
 // user), network connections SCRAM from any address.
 func (e *Engine) Bootstrap(ctx context.Context, creds instance.Credentials) error {
-	if e.Replication.CloneFrom != "" {
-		return e.clone(ctx)
+	var err error
+	switch {
+	case e.Replication.CloneFrom != "":
+		err = e.clone(ctx)
+	case e.Restore != nil:
+		err = e.restore(ctx)
+	default:
+		err = e.initdb(ctx, creds)
 	}
-	if e.Restore != nil {
-		return e.restore(ctx)
+	if err != nil {
+		return err
 	}
+	return e.writeHBA()
+}
+
+// initdb creates a new cluster with the superuser's password.
+func (e *Engine) initdb(ctx context.Context, creds instance.Credentials) error {
 	pwfile, err := os.CreateTemp("", "pwfile-")
 	if err != nil {
 		return err
@@ -100,13 +115,7 @@ func (e *Engine) Bootstrap(ctx context.Context, creds instance.Credentials) erro
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("initdb: %v: %s", err, out)
 	}
-	hba, err := os.OpenFile(filepath.Join(e.DataDir, "pg_hba.conf"), os.O_APPEND|os.O_WRONLY, 0)
-	if err != nil {
-		return err
-	}
-	defer hba.Close()
-	_, err = hba.WriteString(networkHBA)
-	return err
+	return nil
 }
 
 // InitdbArgs are initdb's arguments for a new cluster.
@@ -123,13 +132,50 @@ func InitdbArgs(dataDir, pwfile string) []string {
 	}
 }
 
-// networkHBA lets every user in with SCRAM from any address: the Services
-// are the boundary, and passwords are never sent in clear.
-const networkHBA = "# dbpilot: clients reach the database through its Services.\n" +
-	"host all all 0.0.0.0/0 scram-sha-256\n" +
-	"host all all ::/0 scram-sha-256\n" +
-	"host replication " + ReplicationUser + " 0.0.0.0/0 scram-sha-256\n" +
-	"host replication " + ReplicationUser + " ::/0 scram-sha-256\n"
+// HBA is pg_hba.conf: the program's own sessions over the socket by peer
+// authentication; every user in with SCRAM from any address (the Services
+// are the boundary, and passwords are never sent in clear), the
+// replication user for replication; with requireTLS only over TLS
+// (hostssl), so a connection without finds no rule and is refused.
+func HBA(requireTLS bool) string {
+	kind := "host"
+	if requireTLS {
+		kind = "hostssl"
+	}
+	rules := "# Written by dbpilot's instance program at every start; changes are overwritten.\n" +
+		"local all all peer\n" +
+		"local replication all peer\n"
+	for _, database := range []string{"all all", "replication " + ReplicationUser} {
+		for _, address := range []string{"0.0.0.0/0", "::/0"} {
+			rules += kind + " " + database + " " + address + " scram-sha-256\n"
+		}
+	}
+	return rules
+}
+
+// writeHBA writes the data directory's pg_hba.conf (HBA), so a change of
+// spec.tls.required applies at the next start. TLS is required only with
+// the certificate mounted: without it, no client could connect. Without
+// data there is nothing to write.
+func (e *Engine) writeHBA() error {
+	path := filepath.Join(e.DataDir, "pg_hba.conf")
+	content, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	wanted := HBA(e.RequireTLS && e.TLS.Enabled())
+	if string(content) == wanted {
+		return nil
+	}
+	tmp := path + ".dbpilot"
+	if err := os.WriteFile(tmp, []byte(wanted), 0o600); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
 
 // ServerCommand is postgres with the generated configuration.
 func (e *Engine) ServerCommand() *exec.Cmd {

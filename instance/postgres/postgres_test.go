@@ -4,6 +4,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -134,5 +135,65 @@ func TestPassFileEscapesThePassword(t *testing.T) {
 	}
 	if info, _ := os.Stat(r.PassFile); info.Mode().Perm() != 0o600 {
 		t.Errorf("mode %v, want 0600 (libpq ignores a file others may read)", info.Mode().Perm())
+	}
+}
+
+func TestWriteHBA(t *testing.T) {
+	dir := t.TempDir()
+	tls := instance.TLS{Dir: filepath.Join(dir, "tls")}
+	if err := os.Mkdir(tls.Dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for _, file := range []string{tls.CertFile(), tls.KeyFile(), tls.CAFile()} {
+		if err := os.WriteFile(file, []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path := filepath.Join(dir, "pg_hba.conf")
+	read := func() string {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(data)
+	}
+	// initdb's rules, and the ones an earlier dbpilot appended.
+	if err := os.WriteFile(path, []byte("local all all peer\nhost all all 127.0.0.1/32 scram-sha-256\n# dbpilot: ...\nhost all all 0.0.0.0/0 scram-sha-256\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e := &Engine{DataDir: dir, TLS: tls}
+	if err := e.writeHBA(); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(); got != HBA(false) {
+		t.Errorf("rules:\n%s", got)
+	}
+	e.RequireTLS = true
+	if err := e.writeHBA(); err != nil {
+		t.Fatal(err)
+	}
+	required := read()
+	for _, line := range strings.Split(strings.TrimSpace(required), "\n") {
+		if !strings.HasPrefix(line, "#") && !strings.HasPrefix(line, "local ") && !strings.HasPrefix(line, "hostssl ") {
+			t.Errorf("a rule that lets a network connection in without TLS: %q", line)
+		}
+	}
+	for _, rule := range []string{"hostssl all all 0.0.0.0/0 scram-sha-256", "hostssl replication dbpilot_replication ::/0 scram-sha-256", "local all all peer"} {
+		if !strings.Contains(required, rule+"\n") {
+			t.Errorf("no rule %q:\n%s", rule, required)
+		}
+	}
+	// Without a certificate mounted, requiring TLS would lock every
+	// client out: the rules stay open.
+	e.TLS = instance.TLS{}
+	if err := e.writeHBA(); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(); got != HBA(false) {
+		t.Errorf("rules without a certificate:\n%s", got)
+	}
+	// No data directory yet: nothing to write.
+	if err := (&Engine{DataDir: filepath.Join(dir, "none")}).writeHBA(); err != nil {
+		t.Errorf("without data: %v", err)
 	}
 }

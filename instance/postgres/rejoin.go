@@ -40,6 +40,9 @@ func (e *Engine) PrepareData(ctx context.Context, creds instance.Credentials, lo
 	if err := e.Replication.writePassFile(); err != nil {
 		return fmt.Errorf("writing the replication password file: %w", err)
 	}
+	if err := e.writeHBA(); err != nil {
+		return fmt.Errorf("writing pg_hba.conf: %w", err)
+	}
 	if _, err := os.Stat(filepath.Join(e.DataDir, standbySignal)); err != nil {
 		initialized, err := e.Initialized()
 		if err != nil || !initialized || e.Replication.CloneFrom == "" {

@@ -118,28 +118,13 @@ func (c *certificates) clientConfig(t *testing.T) (*tls.Config, func() *big.Int)
 // restart.
 func TestPostgresServesTLS(t *testing.T) {
 	pg := lookup(t, "postgres")
-	ctx := context.Background()
 	port := freePort(t)
 	certs := newCertificates(t, pg)
 	p := start(t, pg, "/usr/lib/postgresql/15/bin:/usr/bin:/bin", pgInstanceArgs(t, pg, "db-0", port, certs.dir)...)
 	defer p.stop(t)
 
 	config, served := certs.clientConfig(t)
-	connect := func() (bool, error) {
-		cfg, err := pgx.ParseConfig(fmt.Sprintf("host=127.0.0.1 port=%d user=shop password=app-pass dbname=shop sslmode=verify-full connect_timeout=5", port))
-		if err != nil {
-			return false, err
-		}
-		cfg.TLSConfig, cfg.Fallbacks = config, nil
-		conn, err := pgx.ConnectConfig(ctx, cfg)
-		if err != nil {
-			return false, err
-		}
-		defer conn.Close(ctx)
-		var ssl bool
-		err = conn.QueryRow(ctx, "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()").Scan(&ssl)
-		return ssl, err
-	}
+	connect := func() (bool, error) { return pgSSL(port, "verify-full", config) }
 	if ssl, err := connect(); err != nil || !ssl {
 		t.Fatalf("a session verifying the server certificate: ssl %t, %v", ssl, err)
 	}
@@ -165,35 +150,13 @@ func TestPostgresServesTLS(t *testing.T) {
 // TestMariaDBServesTLS is TestPostgresServesTLS for MariaDB.
 func TestMariaDBServesTLS(t *testing.T) {
 	my := lookup(t, "mysql")
-	ctx := context.Background()
-	dir := my.workDir(t)
-	creds := my.mkdir(t, filepath.Join(dir, "credentials"))
-	run := my.mkdir(t, filepath.Join(dir, "run"))
 	port := freePort(t)
-	credentials(t, my, creds, "shop", "app-pass", "super-pass")
-	my.writeFile(t, filepath.Join(dir, "my.cnf"), fmt.Sprintf(
-		"[mysqld]\nbind-address = 127.0.0.1\nport = %d\nskip-name-resolve\ninnodb_buffer_pool_size = 64M\n", port))
 	certs := newCertificates(t, my)
-	p := start(t, my, "/usr/sbin:/usr/bin:/bin", "--engine=mariadb", "--data-dir="+filepath.Join(dir, "data"),
-		"--socket="+filepath.Join(run, "mysqld.sock"), "--defaults-file="+filepath.Join(dir, "my.cnf"),
-		"--credentials-dir="+creds, "--tls-dir="+certs.dir)
+	p := start(t, my, "/usr/sbin:/usr/bin:/bin", mariadbInstanceArgs(t, my, port, certs.dir)...)
 	defer p.stop(t)
 
 	config, served := certs.clientConfig(t)
-	connect := func() (string, error) {
-		cfg := mysqldriver.NewConfig()
-		cfg.Net, cfg.Addr, cfg.User, cfg.Passwd, cfg.DBName = "tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), "shop", "app-pass", "shop"
-		cfg.Timeout, cfg.TLS = 5*time.Second, config
-		connector, err := mysqldriver.NewConnector(cfg)
-		if err != nil {
-			return "", err
-		}
-		db := sql.OpenDB(connector)
-		defer db.Close()
-		var name, cipher string
-		err = db.QueryRowContext(ctx, "SHOW SESSION STATUS LIKE 'Ssl_cipher'").Scan(&name, &cipher)
-		return cipher, err
-	}
+	connect := func() (string, error) { return mariadbCipher(port, config) }
 	if cipher, err := connect(); err != nil || cipher == "" {
 		t.Fatalf("a session verifying the server certificate: cipher %q, %v", cipher, err)
 	}
@@ -207,6 +170,112 @@ func TestMariaDBServesTLS(t *testing.T) {
 			return errors.New("the first certificate is still served")
 		}
 		return nil
+	})
+}
+
+// mariadbInstanceArgs are the instance program's arguments for a MariaDB
+// instance in its own directory, listening on port, with the TLS directory.
+func mariadbInstanceArgs(t *testing.T, my osUser, port int, tlsDir string) []string {
+	t.Helper()
+	dir := my.workDir(t)
+	creds := my.mkdir(t, filepath.Join(dir, "credentials"))
+	run := my.mkdir(t, filepath.Join(dir, "run"))
+	credentials(t, my, creds, "shop", "app-pass", "super-pass")
+	my.writeFile(t, filepath.Join(dir, "my.cnf"), fmt.Sprintf(
+		"[mysqld]\nbind-address = 127.0.0.1\nport = %d\nskip-name-resolve\ninnodb_buffer_pool_size = 64M\n", port))
+	return []string{"--engine=mariadb", "--data-dir=" + filepath.Join(dir, "data"),
+		"--socket=" + filepath.Join(run, "mysqld.sock"), "--defaults-file=" + filepath.Join(dir, "my.cnf"),
+		"--credentials-dir=" + creds, "--tls-dir=" + tlsDir}
+}
+
+// mariadbCipher opens a session as the application user, over TLS with
+// config when it is set (without TLS when nil), and returns the session's
+// cipher.
+func mariadbCipher(port int, config *tls.Config) (string, error) {
+	cfg := mysqldriver.NewConfig()
+	cfg.Net, cfg.Addr, cfg.User, cfg.Passwd, cfg.DBName = "tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), "shop", "app-pass", "shop"
+	cfg.Timeout, cfg.TLS = 5*time.Second, config
+	connector, err := mysqldriver.NewConnector(cfg)
+	if err != nil {
+		return "", err
+	}
+	db := sql.OpenDB(connector)
+	defer db.Close()
+	var name, cipher string
+	err = db.QueryRowContext(context.Background(), "SHOW SESSION STATUS LIKE 'Ssl_cipher'").Scan(&name, &cipher)
+	return cipher, err
+}
+
+// pgSSL opens a session as the application user with sslmode (over TLS
+// with config for verify-full) and reads whether it is encrypted.
+func pgSSL(port int, sslmode string, config *tls.Config) (bool, error) {
+	ctx := context.Background()
+	cfg, err := pgx.ParseConfig(fmt.Sprintf("host=127.0.0.1 port=%d user=shop password=app-pass dbname=shop sslmode=%s connect_timeout=5", port, sslmode))
+	if err != nil {
+		return false, err
+	}
+	if config != nil {
+		cfg.TLSConfig = config
+	}
+	cfg.Fallbacks = nil
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return false, err
+	}
+	defer conn.Close(ctx)
+	var ssl bool
+	err = conn.QueryRow(ctx, "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()").Scan(&ssl)
+	return ssl, err
+}
+
+// TestRequiredTLSRefusesSessionsWithout starts each engine with TLS
+// served but not required, where a session without TLS works, then
+// restarts it on the same data with TLS required: a session over verified
+// TLS works, one without TLS is refused.
+func TestRequiredTLSRefusesSessionsWithout(t *testing.T) {
+	t.Run("postgres", func(t *testing.T) {
+		pg := lookup(t, "postgres")
+		port := freePort(t)
+		certs := newCertificates(t, pg)
+		path := "/usr/lib/postgresql/15/bin:/usr/bin:/bin"
+		args := pgInstanceArgs(t, pg, "db-0", port, certs.dir)
+		p := start(t, pg, path, args...)
+		if ssl, err := pgSSL(port, "disable", nil); err != nil || ssl {
+			t.Errorf("without TLS required, a session without TLS: ssl %t, %v", ssl, err)
+		}
+		p.stop(t)
+		p = start(t, pg, path, append(args, "--require-tls")...)
+		defer p.stop(t)
+		config, _ := certs.clientConfig(t)
+		if ssl, err := pgSSL(port, "verify-full", config); err != nil || !ssl {
+			t.Errorf("a session over verified TLS: ssl %t, %v", ssl, err)
+		}
+		if _, err := pgSSL(port, "disable", nil); err == nil || !strings.Contains(err.Error(), "no encryption") {
+			t.Errorf("a session without TLS was not refused for it: %v", err)
+		}
+	})
+	t.Run("mariadb", func(t *testing.T) {
+		my := lookup(t, "mysql")
+		port := freePort(t)
+		certs := newCertificates(t, my)
+		path := "/usr/sbin:/usr/bin:/bin"
+		args := mariadbInstanceArgs(t, my, port, certs.dir)
+		p := start(t, my, path, args...)
+		if cipher, err := mariadbCipher(port, nil); err != nil || cipher != "" {
+			t.Errorf("without TLS required, a session without TLS: cipher %q, %v", cipher, err)
+		}
+		p.stop(t)
+		p = start(t, my, path, append(args, "--require-tls")...)
+		defer p.stop(t)
+		config, _ := certs.clientConfig(t)
+		if cipher, err := mariadbCipher(port, config); err != nil || cipher == "" {
+			t.Errorf("a session over verified TLS: cipher %q, %v", cipher, err)
+		}
+		// MariaDB refuses an insecure session as it refuses a wrong
+		// password (MySQL names the transport).
+		if _, err := mariadbCipher(port, nil); err == nil || !(strings.Contains(err.Error(), "insecure transport") || strings.Contains(err.Error(), "Error 1045")) {
+			t.Errorf("a session without TLS was not refused: %v", err)
+		}
 	})
 }
 
