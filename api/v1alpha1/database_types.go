@@ -206,6 +206,14 @@ type DatabaseSpec struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Failover",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:fieldGroup:failover"}
 	Failover *FailoverSpec `json:"failover,omitempty"`
 
+	// tls is how clients reach the Database over TLS. Its engines always
+	// serve TLS with a certificate of the Database's own authority (the
+	// Secret <name>-ca; clients verify with its ca.crt); by default
+	// clients may also connect without TLS.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="TLS",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:fieldGroup:tls"}
+	TLS *TLSSpec `json:"tls,omitempty"`
+
 	// deletionPolicy says what happens to the volumes when the Database is
 	// deleted: Retain (the default) keeps the PersistentVolumeClaims and labels
 	// them with the Database's name; Delete removes them. Scaling down never
@@ -289,6 +297,17 @@ type SynchronousReplication struct {
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=15
 	Count int32 `json:"count,omitempty"`
+}
+
+// TLSSpec is how clients reach the Database over TLS.
+type TLSSpec struct {
+	// required refuses every network connection without TLS, the
+	// replicas' to their primary included (PostgreSQL: hostssl rules
+	// only; MariaDB and MySQL: require_secure_transport). Changing it
+	// restarts the pods one at a time, replicas first.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Require TLS",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:booleanSwitch"}
+	Required bool `json:"required,omitempty"`
 }
 
 // FailoverSpec says when a replica replaces the primary.

@@ -22,3 +22,6 @@ func (d *Database) ServerNames() []string {
 	pods := "*." + d.ServiceHost(d.HeadlessServiceName())
 	return append(names, pods, pods+".cluster.local")
 }
+
+// RequiresTLS reports whether connections without TLS are refused.
+func (d *Database) RequiresTLS() bool { return d.Spec.TLS != nil && d.Spec.TLS.Required }

@@ -31,6 +31,7 @@ func goldenDatabases() map[string]*dbpilotv1alpha1.Database {
 			Storage: &dbpilotv1alpha1.StorageSpec{Size: ptr.To(resource.MustParse("20Gi"))},
 			Backup: &dbpilotv1alpha1.BackupSpec{Schedule: "0 3 * * *", Retention: 7, Destination: &dbpilotv1alpha1.BackupDestination{
 				S3: &dbpilotv1alpha1.S3Destination{Bucket: "backups", Endpoint: "https://s3.example.com", CredentialsSecretName: "s3-credentials"}}},
+			TLS: &dbpilotv1alpha1.TLSSpec{Required: true},
 		}},
 		"postgres-restored": {ObjectMeta: restored(meta("orders-copy")), Spec: dbpilotv1alpha1.DatabaseSpec{
 			Engine: dbpilotv1alpha1.EnginePostgres, Replicas: ptr.To[int32](2), Tier: dbpilotv1alpha1.TierSmall,
@@ -45,6 +46,7 @@ func goldenDatabases() map[string]*dbpilotv1alpha1.Database {
 			Engine: dbpilotv1alpha1.EngineMariaDB, Replicas: ptr.To[int32](2), Tier: dbpilotv1alpha1.Tier2XLarge,
 			Storage: &dbpilotv1alpha1.StorageSpec{Size: ptr.To(resource.MustParse("1Ti"))}, CredentialsSecretName: "catalog-own",
 			Backup: &dbpilotv1alpha1.BackupSpec{Schedule: "@daily", Retention: 3},
+			TLS:    &dbpilotv1alpha1.TLSSpec{Required: true},
 		}},
 	}
 }

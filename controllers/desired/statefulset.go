@@ -268,7 +268,7 @@ func instanceArgs(db *dbpilotv1alpha1.Database) []string {
 		// bootstraps an empty volume; the others clone the primary
 		// through the read-write Service and stream from it, each
 		// through its own slot.
-		return []string{layout.CommandRun, "--engine=postgres",
+		return append([]string{layout.CommandRun, "--engine=postgres",
 			"--data-dir=" + PostgresPGData,
 			"--config-file=" + path.Join(profile.ConfigDir, PostgresConfigFile),
 			"--socket=" + runDir(db),
@@ -278,7 +278,7 @@ func instanceArgs(db *dbpilotv1alpha1.Database) []string {
 			"--designation-dir=" + layout.DesignationDir,
 			"--tls-dir=" + layout.TLSDir,
 			metricsAddressArg, metricsTokenArg,
-		}
+		}, requireTLSArgs(db)...)
 	}
 	// MariaDB replicas clone the primary from a backup its instance
 	// program streams, then replicate by GTID. (MySQL replicas do not
@@ -293,10 +293,20 @@ func instanceArgs(db *dbpilotv1alpha1.Database) []string {
 		"--tls-dir=" + layout.TLSDir,
 		metricsAddressArg, metricsTokenArg,
 	}
+	args = append(args, requireTLSArgs(db)...)
 	if db.SynchronousReplicas() > 0 {
 		args = append(args, "--semi-sync")
 	}
 	return args
+}
+
+// requireTLSArgs have the engine refuse network connections without TLS
+// when spec.tls.required says so.
+func requireTLSArgs(db *dbpilotv1alpha1.Database) []string {
+	if !db.RequiresTLS() {
+		return nil
+	}
+	return []string{"--require-tls"}
 }
 
 // The engine metrics are served on their own port to the metrics Secret's

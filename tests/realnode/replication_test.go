@@ -3,12 +3,14 @@ package realnode_test
 import (
 	"context"
 	"crypto/tls"
+	"database/sql"
 	"net"
 	"net/http"
 	"strconv"
 	"testing"
 	"time"
 
+	mysqldriver "github.com/go-sql-driver/mysql"
 	"github.com/jackc/pgx/v5"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -59,14 +61,14 @@ var replicationEngines = []replicationSQL{
 }
 
 // TestReplicasServeReads runs a Database of each engine with three pods on
-// the real node: rows written through the -rw Service are read back from
-// every replica; scaling 3 -> 4 clones a replica that catches up (the
-// node's 2 CPUs hold four pods of the small tier's 500m requests); a
-// deleted replica pod rejoins from its volume without a re-clone; scaling
-// down keeps the primary and every volume, and scaling up again brings the
-// replica back on its volume; status.instances tells the truth
-// at each step; and the replication and monitoring passwords appear in no
-// log, Event or status.
+// the real node, TLS required: rows written through the -rw Service are
+// read back from every replica, and a session without TLS is refused;
+// scaling 3 -> 4 clones a replica that catches up (the node's 2 CPUs hold
+// four pods of the small tier's 500m requests); a deleted replica pod
+// rejoins from its volume without a re-clone; scaling down keeps the
+// primary and every volume, and scaling up again brings the replica back
+// on its volume; status.instances tells the truth at each step; and the
+// replication and monitoring passwords appear in no log, Event or status.
 func TestReplicasServeReads(t *testing.T) {
 	for _, tc := range replicationEngines {
 		t.Run(string(tc.engine), func(t *testing.T) { testReplicasServeReads(t, tc) })
@@ -79,6 +81,7 @@ func testReplicasServeReads(t *testing.T, tc replicationSQL) {
 	ns := "real-replicas-" + string(tc.engine)
 	restrictedNamespace(t, ns)
 	db := newDatabase(ns, "orders", tc.engine, tc.version, 3)
+	db.Spec.TLS = &dbpilotv1alpha1.TLSSpec{Required: true}
 	g.Expect(k8sClient.Create(ctx, db)).To(Succeed())
 	// Even when the test fails: the next engine's pods need the CPU.
 	t.Cleanup(func() { deleteAndWait(NewWithT(t), db) })
@@ -98,6 +101,7 @@ func testReplicasServeReads(t *testing.T, tc replicationSQL) {
 	g.Eventually(func(g Gomega) int { return readReplica(g, db, tc, "") }, 30*time.Second, 500*time.Millisecond).Should(Equal(500500))
 	expectEveryReplica(g, db, tc, 3, 500500)
 	expectReplicationOverTLS(g, db, 3)
+	expectSessionWithoutTLSRefused(g, db)
 
 	scale(g, db, 4)
 	start = time.Now()
@@ -305,4 +309,37 @@ func podMetrics(g Gomega, db *dbpilotv1alpha1.Database, name string) map[string]
 	families, err := parser.TextToMetricFamilies(resp.Body)
 	g.Expect(err).NotTo(HaveOccurred())
 	return families
+}
+
+// expectSessionWithoutTLSRefused expects the application user's session
+// without TLS through -rw to be refused for it (spec.tls.required).
+func expectSessionWithoutTLSRefused(g Gomega, db *dbpilotv1alpha1.Database) {
+	ctx := context.Background()
+	svc, err := clientset.CoreV1().Services(db.Namespace).Get(ctx, db.ReadWriteServiceName(), metav1.GetOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	secret, err := clientset.CoreV1().Secrets(db.Namespace).Get(ctx, db.CredentialsSecretName(), metav1.GetOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	user, password := string(secret.Data[desired.SecretKeyUsername]), string(secret.Data[desired.SecretKeyPassword])
+	if db.Spec.Engine == dbpilotv1alpha1.EnginePostgres {
+		cfg, err := pgx.ParseConfig("sslmode=disable")
+		g.Expect(err).NotTo(HaveOccurred())
+		cfg.Host, cfg.Port, cfg.User, cfg.Password, cfg.Database = svc.Spec.ClusterIP, uint16(svc.Spec.Ports[0].Port), user, password, user
+		cfg.ConnectTimeout = 5 * time.Second
+		conn, err := pgx.ConnectConfig(ctx, cfg)
+		if err == nil {
+			conn.Close(ctx)
+		}
+		g.Expect(err).To(MatchError(ContainSubstring("no encryption")), "a session without TLS")
+		return
+	}
+	cfg := mysqldriver.NewConfig()
+	cfg.Net, cfg.Addr, cfg.User, cfg.Passwd, cfg.DBName = "tcp", net.JoinHostPort(svc.Spec.ClusterIP, strconv.Itoa(int(svc.Spec.Ports[0].Port))), user, password, user
+	cfg.Timeout = 5 * time.Second
+	connector, err := mysqldriver.NewConnector(cfg)
+	g.Expect(err).NotTo(HaveOccurred())
+	plain := sql.OpenDB(connector)
+	defer plain.Close()
+	// MariaDB refuses an insecure session as it refuses a wrong password
+	// (MySQL names the transport).
+	g.Expect(plain.PingContext(ctx)).To(Or(MatchError(ContainSubstring("insecure transport")), MatchError(ContainSubstring("Error 1045"))), "a session without TLS")
 }
