@@ -85,6 +85,7 @@ func testReplicasServeReads(t *testing.T, tc replicationSQL) {
 	g.Expect(k8sClient.Create(ctx, db)).To(Succeed())
 	// Even when the test fails: the next engine's pods need the CPU.
 	t.Cleanup(func() { deleteAndWait(NewWithT(t), db) })
+	logPodsOnFailure(t, db)
 	start := time.Now()
 	waitReadyPods(g, db, 3)
 	t.Logf("%s: a primary and 2 replicas ready in %.1fs", tc.engine, time.Since(start).Seconds())
