@@ -250,14 +250,26 @@ func (r Replication) replicationConnection(ctx context.Context) (*pgconn.PgConn,
 	if err != nil {
 		return nil, err
 	}
-	cfg, err := pgconn.ParseConfig(strings.Join(r.sslOptions(mode), " "))
+	cfg, err := r.replicationConfig(mode)
 	if err != nil {
 		return nil, err
 	}
-	cfg.Host, cfg.Port, cfg.User, cfg.Password = r.CloneFrom, uint16(r.port()), ReplicationUser, r.Password
-	cfg.RuntimeParams["replication"] = "true"
-	cfg.ConnectTimeout = 10 * time.Second
 	return pgconn.ConnectConfig(ctx, cfg)
+}
+
+// replicationConfig is the configuration of a physical replication
+// connection to the primary with sslmode. The host is parsed with the
+// sslmode, never set afterwards: pgconn derives the TLS configuration (and
+// the name verify-full checks) from the host it parses.
+func (r Replication) replicationConfig(mode string) (*pgconn.Config, error) {
+	conninfo := append([]string{"host=" + conninfoValue(r.CloneFrom), "port=" + strconv.Itoa(r.port()),
+		"user=" + ReplicationUser, "replication=true", "connect_timeout=10"}, r.sslOptions(mode)...)
+	cfg, err := pgconn.ParseConfig(strings.Join(conninfo, " "))
+	if err != nil {
+		return nil, err
+	}
+	cfg.Password = r.Password
+	return cfg, nil
 }
 
 // primarySystem is what IDENTIFY_SYSTEM tells of the primary.

@@ -1,8 +1,13 @@
 package postgres
 
 import (
+	"os"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/dbpilot/dbpilot/instance"
+	"github.com/dbpilot/dbpilot/internal/pki"
 )
 
 // controlDataSample is pg_controldata 15's output for a standby (trimmed).
@@ -70,5 +75,38 @@ func TestDivergence(t *testing.T) {
 		if (tc.diverged == "") != (got == "") || !strings.Contains(got, tc.diverged) {
 			t.Errorf("replica on %d at %s, primary on %d: %q, want %q", tc.local.timeline, formatLSN(tc.local.position), tc.primaryTimeline, got, tc.diverged)
 		}
+	}
+}
+
+// TestReplicationConfigUsesTLSForThePrimary: the replica's own connections
+// to its primary (the slot and history checks) use TLS for the primary's
+// name, verified with the Database's authority; with the primary serving
+// none, TLS first and then without.
+func TestReplicationConfigUsesTLSForThePrimary(t *testing.T) {
+	dir := t.TempDir()
+	authority, err := pki.NewAuthority("test", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := Replication{CloneFrom: "orders-rw.shop.svc", Port: 5432, Password: "pw", TLS: instance.TLS{Dir: dir}}
+	if err := os.WriteFile(r.TLS.CAFile(), authority.CertPEM, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := r.replicationConfig(sslVerifyFull)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Host != r.CloneFrom || cfg.Port != 5432 || cfg.User != ReplicationUser || cfg.Password != "pw" || cfg.RuntimeParams["replication"] != "true" {
+		t.Errorf("config %s:%d user %s replication %q", cfg.Host, cfg.Port, cfg.User, cfg.RuntimeParams["replication"])
+	}
+	if cfg.TLSConfig == nil || cfg.TLSConfig.ServerName != r.CloneFrom || cfg.TLSConfig.RootCAs == nil || len(cfg.Fallbacks) != 0 {
+		t.Errorf("verify-full: TLS %+v, %d fallbacks", cfg.TLSConfig, len(cfg.Fallbacks))
+	}
+	cfg, err = r.replicationConfig(sslPrefer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.TLSConfig == nil || len(cfg.Fallbacks) != 1 || cfg.Fallbacks[0].TLSConfig != nil {
+		t.Errorf("prefer: TLS %v, fallbacks %+v", cfg.TLSConfig != nil, cfg.Fallbacks)
 	}
 }
