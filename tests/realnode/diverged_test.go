@@ -36,6 +36,8 @@ func TestSynchronousFailoverReclonesADivergedPrimary(t *testing.T) {
 	ns := "real-sync-diverged"
 	db := twoPodDatabase(t, g, ns, tc.replicationSQL, tc.createWrites, func(db *dbpilotv1alpha1.Database) {
 		db.Spec.Replication = &dbpilotv1alpha1.ReplicationSpec{Synchronous: &dbpilotv1alpha1.SynchronousReplication{Count: 1}}
+		// The clone and the replication after it over TLS alone.
+		db.Spec.TLS = &dbpilotv1alpha1.TLSSpec{Required: true}
 	})
 	former, promoted := db.PodName(0), db.PodName(1)
 	session, err := connectApp(ctx, db)

@@ -112,9 +112,10 @@ func (w *writer) finish() writerResult {
 // Database of each engine (two pods, failover delay 0) under a continuous
 // writer: the replica is promoted, writes through the -rw Service resume,
 // the FailingOver condition and Events tell the story, the former primary
-// comes back as a replica of the new primary with every row it has, and
-// the test prints the write-unavailable time and the acknowledged rows lost
-// (replication is asynchronous).
+// comes back as a replica of the new primary with every row it has (TLS
+// is required, so it rewinds or rejoins over TLS), and the test prints the
+// write-unavailable time and the acknowledged rows lost (replication is
+// asynchronous).
 func TestFailoverKeepsTheDatabaseWritable(t *testing.T) {
 	for _, tc := range failoverEngines {
 		t.Run(string(tc.engine), func(t *testing.T) {
@@ -154,6 +155,10 @@ func testFailover(t *testing.T, tc replicationSQL, createWrites, insert, countWr
 	db := twoPodDatabase(t, g, ns, tc, createWrites, func(db *dbpilotv1alpha1.Database) {
 		if synchronous {
 			db.Spec.Replication = &dbpilotv1alpha1.ReplicationSpec{Synchronous: &dbpilotv1alpha1.SynchronousReplication{Count: 1}}
+		} else {
+			// The former primary rewinds (PostgreSQL) or rejoins
+			// (MariaDB) over TLS alone.
+			db.Spec.TLS = &dbpilotv1alpha1.TLSSpec{Required: true}
 		}
 	})
 
