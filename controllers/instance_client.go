@@ -18,6 +18,7 @@ import (
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
 	"github.com/dbpilot/dbpilot/controllers/desired"
 	"github.com/dbpilot/dbpilot/instance/layout"
+	"github.com/dbpilot/dbpilot/internal/pki"
 )
 
 // instanceTarget is how the operator reaches one pod's instance program.
@@ -68,7 +69,7 @@ type authorityClient struct {
 }
 
 // client is the Database's HTTPS client for authorityPEM. One that does
-// not parse verifies nothing: every request fails.
+// not parse trusts nothing: every request fails.
 func (c *transportCache) client(db types.NamespacedName, authorityPEM []byte, serverName string) *http.Client {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -78,10 +79,12 @@ func (c *transportCache) client(db types.NamespacedName, authorityPEM []byte, se
 	if cached, ok := c.clients[db]; ok {
 		cached.client.CloseIdleConnections()
 	}
-	roots := x509.NewCertPool()
-	roots.AppendCertsFromPEM(authorityPEM)
+	config, err := pki.VerifyingConfig(authorityPEM, serverName)
+	if err != nil {
+		config = &tls.Config{RootCAs: x509.NewCertPool(), ServerName: serverName, MinVersion: tls.VersionTLS12}
+	}
 	transport := &http.Transport{
-		TLSClientConfig:     &tls.Config{RootCAs: roots, ServerName: serverName, MinVersion: tls.VersionTLS12},
+		TLSClientConfig:     config,
 		MaxIdleConnsPerHost: 2,
 		IdleConnTimeout:     90 * time.Second,
 		TLSHandshakeTimeout: 5 * time.Second,

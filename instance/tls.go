@@ -3,8 +3,6 @@ package instance
 import (
 	"context"
 	"crypto/tls"
-	"crypto/x509"
-	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,6 +10,7 @@ import (
 	"time"
 
 	"github.com/dbpilot/dbpilot/instance/layout"
+	"github.com/dbpilot/dbpilot/internal/pki"
 )
 
 // TLS is where the Database's server certificate is mounted (the Secret's
@@ -51,11 +50,7 @@ func (t TLS) VerifyingConfig(host string) (*tls.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	roots := x509.NewCertPool()
-	if !roots.AppendCertsFromPEM(authority) {
-		return nil, errors.New("the authority's certificate does not parse")
-	}
-	return &tls.Config{RootCAs: roots, ServerName: host, MinVersion: tls.VersionTLS12}, nil
+	return pki.VerifyingConfig(authority, host)
 }
 
 // TLSReloader is an engine that serves TLS and takes a renewed certificate
