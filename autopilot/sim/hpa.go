@@ -25,9 +25,15 @@ type recommendation struct {
 	replicas int32
 }
 
+// The baseline's CPU target and Kubernetes' default tolerance.
+const (
+	hpaTarget    = 0.7
+	hpaTolerance = 0.1
+)
+
 // NewHPA returns the baseline with Kubernetes' defaults and a 70 % CPU target.
 func NewHPA(minReplicas, maxReplicas int32) *HPA {
-	return &HPA{Target: 0.7, Tolerance: 0.1, MinReplicas: minReplicas, MaxReplicas: maxReplicas, ScaleDownStabilization: 300 * time.Second}
+	return &HPA{Target: hpaTarget, Tolerance: hpaTolerance, MinReplicas: minReplicas, MaxReplicas: maxReplicas, ScaleDownStabilization: 300 * time.Second}
 }
 
 // Desired returns the replica count for the current count and the average

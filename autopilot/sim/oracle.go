@@ -11,7 +11,7 @@ import (
 // within the HPA's target and its tolerance (70 % and 10 %), and no pod
 // above 95 % of its cores.
 const (
-	oracleAverage = 0.7 * 1.1
+	oracleAverage = hpaTarget * (1 + hpaTolerance)
 	oracleHottest = 0.95
 )
 
