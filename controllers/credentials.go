@@ -113,36 +113,57 @@ func (r *DatabaseReconciler) reconcileCredentials(ctx context.Context, s *scope)
 		return ctrl.Result{}, nil
 	}
 
-	err := r.Client.Get(ctx, key, secret)
-	if apierrors.IsNotFound(err) {
-		creds, genErr := generateCredentials()
-		if genErr != nil {
-			return ctrl.Result{}, genErr
+	secret, created, err := r.createOrReadSecret(ctx, key, func() (*corev1.Secret, error) {
+		creds, err := generateCredentials()
+		if err != nil {
+			return nil, err
 		}
-		err = r.Client.Create(ctx, desired.CredentialsSecret(db, creds), client.FieldOwner(FieldOwner))
-		if err == nil {
-			if db.Status.CredentialsSecret == key.Name {
-				// It existed, and someone deleted it: the new passwords
-				// reach the running pods through the mounted Secret, so
-				// dbpilot keeps its access; the application needs the new
-				// password.
-				r.Recorder.Eventf(db, nil, corev1.EventTypeWarning, dbpilotv1alpha1.EventReasonCredentialsRegenerated, "RegenerateCredentials",
-					"Secret %s was deleted: new passwords were generated into it and are applied to the running database; clients must use the new password", key.Name)
-			}
-			return ctrl.Result{}, nil
-		}
-		if !apierrors.IsAlreadyExists(err) {
-			return ctrl.Result{}, fmt.Errorf("creating credentials Secret: %w", err)
-		}
-		// A Secret of that name exists but the cache (dbpilot's labelled
-		// Secrets only) does not hold it: read it, never replace it.
-		err = r.APIReader.Get(ctx, key, secret)
-	}
+		return desired.CredentialsSecret(db, creds), nil
+	})
 	if err != nil {
-		return ctrl.Result{}, fmt.Errorf("reading credentials Secret: %w", err)
+		return ctrl.Result{}, err
+	}
+	if created {
+		if db.Status.CredentialsSecret == key.Name {
+			// It existed, and someone deleted it: the new passwords
+			// reach the running pods through the mounted Secret, so
+			// dbpilot keeps its access; the application needs the new
+			// password.
+			r.Recorder.Eventf(db, nil, corev1.EventTypeWarning, dbpilotv1alpha1.EventReasonCredentialsRegenerated, "RegenerateCredentials",
+				"Secret %s was deleted: new passwords were generated into it and are applied to the running database; clients must use the new password", key.Name)
+		}
+		return ctrl.Result{}, nil
 	}
 	s.credentialsProblem = missingKeysProblem(secret)
 	return ctrl.Result{}, nil
+}
+
+// createOrReadSecret creates the Secret generate makes when the cache
+// does not hold one of its name, and reports whether it did. One that
+// exists all the same but that the cache (dbpilot's labelled Secrets only)
+// does not hold, a user's own, is read from the API server and never
+// replaced.
+func (r *DatabaseReconciler) createOrReadSecret(ctx context.Context, key client.ObjectKey, generate func() (*corev1.Secret, error)) (*corev1.Secret, bool, error) {
+	secret := &corev1.Secret{}
+	err := r.Client.Get(ctx, key, secret)
+	if apierrors.IsNotFound(err) {
+		wanted, genErr := generate()
+		if genErr != nil {
+			return nil, false, genErr
+		}
+		err = r.Client.Create(ctx, wanted, client.FieldOwner(FieldOwner))
+		if err == nil {
+			return wanted, true, nil
+		}
+		if !apierrors.IsAlreadyExists(err) {
+			return nil, false, fmt.Errorf("creating Secret %s: %w", key.Name, err)
+		}
+		err = r.APIReader.Get(ctx, key, secret)
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("reading Secret %s: %w", key.Name, err)
+	}
+	return secret, false, nil
 }
 
 // missingKeysProblem names the credential keys the Secret lacks.

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -69,26 +68,15 @@ func (r *DatabaseReconciler) reconcileTLS(ctx context.Context, s *scope) (ctrl.R
 // Secret does not exist.
 func (r *DatabaseReconciler) certificateAuthority(ctx context.Context, db *dbpilotv1alpha1.Database, now time.Time) (pki.KeyPair, error) {
 	key := client.ObjectKey{Namespace: db.Namespace, Name: db.CertificateAuthoritySecretName()}
-	secret := &corev1.Secret{}
-	err := r.Client.Get(ctx, key, secret)
-	if apierrors.IsNotFound(err) {
-		authority, genErr := pki.NewAuthority(db.Name+"."+db.Namespace+" certificate authority", now)
-		if genErr != nil {
-			return pki.KeyPair{}, genErr
+	secret, _, err := r.createOrReadSecret(ctx, key, func() (*corev1.Secret, error) {
+		authority, err := pki.NewAuthority(db.Name+"."+db.Namespace+" certificate authority", now)
+		if err != nil {
+			return nil, err
 		}
-		err = r.Client.Create(ctx, desired.CertificateAuthoritySecret(db, authority), client.FieldOwner(FieldOwner))
-		if err == nil {
-			return authority, nil
-		}
-		if !apierrors.IsAlreadyExists(err) {
-			return pki.KeyPair{}, fmt.Errorf("creating Secret %s: %w", key.Name, err)
-		}
-		// One the cache (dbpilot's labelled Secrets) does not hold: the
-		// user's own authority, read and never replaced.
-		err = r.APIReader.Get(ctx, key, secret)
-	}
+		return desired.CertificateAuthoritySecret(db, authority), nil
+	})
 	if err != nil {
-		return pki.KeyPair{}, fmt.Errorf("reading Secret %s: %w", key.Name, err)
+		return pki.KeyPair{}, err
 	}
 	authority := pki.KeyPair{CertPEM: secret.Data[layout.KeyCACert], KeyPEM: secret.Data[layout.KeyCAKey]}
 	if problem := pki.AuthorityProblem(authority, now); problem != "" {
