@@ -23,6 +23,7 @@ type observation struct {
 	statefulSetWritten int64
 	pods               []corev1.Pod
 	credentialsProblem string
+	tlsProblem         string
 	volumeProblem      string
 	// predecessorPending names a child a deleted Database of the same
 	// name still owns.
@@ -169,6 +170,8 @@ func buildConditions(db *dbpilotv1alpha1.Database, obs observation, current []me
 	switch {
 	case obs.credentialsProblem != "":
 		set(dbpilotv1alpha1.ConditionDegraded, metav1.ConditionTrue, dbpilotv1alpha1.ReasonCredentialsInvalid, obs.credentialsProblem)
+	case obs.tlsProblem != "":
+		set(dbpilotv1alpha1.ConditionDegraded, metav1.ConditionTrue, dbpilotv1alpha1.ReasonServerCertificateInvalid, obs.tlsProblem)
 	case obs.backup.restoreFailure != "":
 		set(dbpilotv1alpha1.ConditionDegraded, metav1.ConditionTrue, dbpilotv1alpha1.ReasonRestoreFailed, obs.backup.restoreFailure)
 	case obs.degradingErr != nil:

@@ -120,6 +120,13 @@ func TestBuildConditions(t *testing.T) {
 			progressingReason: dbpilotv1alpha1.ReasonCreating, degradedReason: dbpilotv1alpha1.ReasonCredentialsInvalid, phase: "Failed",
 		},
 		{
+			name: "server certificate unusable", db: testDatabase(1),
+			obs: observation{primary: "db-0", statefulSet: sts(1, 1, 1, "a", "a"), pods: []corev1.Pod{pod("db-0", true, old)},
+				tlsProblem: "spec.tls.serverCertificateSecretName: Secret x lacks the keys ca.crt", reconcileErr: errors.New("x"), degradingErr: errors.New("x")},
+			available: metav1.ConditionTrue, progressing: metav1.ConditionFalse, degraded: metav1.ConditionTrue,
+			progressingReason: dbpilotv1alpha1.ReasonReconciled, degradedReason: dbpilotv1alpha1.ReasonServerCertificateInvalid, phase: "Degraded",
+		},
+		{
 			name: "reconcile error", db: testDatabase(1),
 			obs:       observation{primary: "db-0", statefulSet: sts(1, 1, 1, "a", "a"), pods: []corev1.Pod{pod("db-0", true, old)}, reconcileErr: errors.New("applying Service: timeout"), degradingErr: errors.New("applying Service: timeout")},
 			available: metav1.ConditionTrue, progressing: metav1.ConditionFalse, degraded: metav1.ConditionTrue,

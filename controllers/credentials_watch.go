@@ -17,24 +17,19 @@ import (
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
 )
 
-// credentialsSecretIndex indexes Databases by the user's Secret that
-// spec.credentialsSecretName names.
-const credentialsSecretIndex = "spec.credentialsSecretName"
+// userSecretIndex indexes Databases by the user's Secrets they name:
+// spec.credentialsSecretName and spec.tls.serverCertificateSecretName.
+const userSecretIndex = "userSecrets"
 
-// watchUserSecrets makes a change to a user's credentials Secret (created,
-// keys added, deleted) reconcile the Databases that name it. The manager's
-// cache holds only the Secrets dbpilot labelled, so the user's Secrets are
-// watched by a cache of their own that keeps each Secret's identity only
-// (secretIdentity): names and resource versions, never a value.
+// watchUserSecrets makes a change to a user's Secret that a Database names
+// (created, keys added, a certificate renewed, deleted) reconcile the
+// Databases that name it. The manager's cache holds only the Secrets
+// dbpilot labelled, so the user's Secrets are watched by a cache of their
+// own that keeps each Secret's identity only (secretIdentity): names and
+// resource versions, never a value.
 func (r *DatabaseReconciler) watchUserSecrets(mgr ctrl.Manager, b *builder.Builder) (*builder.Builder, error) {
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &dbpilotv1alpha1.Database{}, credentialsSecretIndex,
-		func(obj client.Object) []string {
-			if name := obj.(*dbpilotv1alpha1.Database).Spec.CredentialsSecretName; name != "" {
-				return []string{name}
-			}
-			return nil
-		}); err != nil {
-		return nil, fmt.Errorf("indexing Databases by credentials Secret: %w", err)
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &dbpilotv1alpha1.Database{}, userSecretIndex, userSecretsOf); err != nil {
+		return nil, fmt.Errorf("indexing Databases by the user's Secrets: %w", err)
 	}
 	opts := cache.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper(), HTTPClient: mgr.GetHTTPClient(),
 		DefaultTransform: secretIdentity}
@@ -57,12 +52,23 @@ func (r *DatabaseReconciler) watchUserSecrets(mgr ctrl.Manager, b *builder.Build
 		handler.TypedEnqueueRequestsFromMapFunc(r.databasesNamingSecret))), nil
 }
 
-// databasesNamingSecret lists the Databases whose spec.credentialsSecretName
-// is the Secret.
+// userSecretsOf lists the user's Secrets a Database names.
+func userSecretsOf(obj client.Object) []string {
+	db := obj.(*dbpilotv1alpha1.Database)
+	var names []string
+	for _, name := range []string{db.Spec.CredentialsSecretName, db.ProvidedServerCertificateSecretName()} {
+		if name != "" {
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
+// databasesNamingSecret lists the Databases that name the Secret.
 func (r *DatabaseReconciler) databasesNamingSecret(ctx context.Context, secret *metav1.PartialObjectMetadata) []reconcile.Request {
 	list := &dbpilotv1alpha1.DatabaseList{}
-	if err := r.Client.List(ctx, list, client.InNamespace(secret.Namespace), client.MatchingFields{credentialsSecretIndex: secret.Name}); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "Listing the Databases that name a credentials Secret", "secret", secret.Name)
+	if err := r.Client.List(ctx, list, client.InNamespace(secret.Namespace), client.MatchingFields{userSecretIndex: secret.Name}); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Listing the Databases that name a Secret", "secret", secret.Name)
 		return nil
 	}
 	requests := make([]reconcile.Request, 0, len(list.Items))

@@ -183,11 +183,18 @@ func (r *DatabaseReconciler) reconcileNormal(ctx context.Context, s *scope) (ctr
 		}
 		result = soonest(result, res)
 	}
+	// Only the user can fix their Secrets; a change to one (watched) or to
+	// the Database starts the next pass, so retrying would only load the
+	// API server.
+	var problems []error
 	if s.credentialsProblem != "" && !s.db.GeneratesCredentials() {
-		// Only the user can fix their Secret; its change (watched) or the
-		// Database's starts the next pass, so retrying would only load
-		// the API server.
-		return result, reconcile.TerminalError(errors.New(s.credentialsProblem))
+		problems = append(problems, errors.New(s.credentialsProblem))
+	}
+	if s.tlsProblem != "" {
+		problems = append(problems, errors.New(s.tlsProblem))
+	}
+	if len(problems) > 0 {
+		return result, reconcile.TerminalError(errors.Join(problems...))
 	}
 	return result, nil
 }

@@ -23,6 +23,9 @@ type scope struct {
 	// credentialsProblem says what is wrong with the credentials Secret, in
 	// words safe to show (key names, never values); empty when fine.
 	credentialsProblem string
+	// tlsProblem says what is wrong with the user's server certificate
+	// Secret, in words safe to show; empty when fine.
+	tlsProblem string
 	// volumeProblem says why a volume could not grow; empty when fine.
 	volumeProblem string
 	// statefulSetWritten is the generation this pass's write gave the

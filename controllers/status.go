@@ -83,6 +83,7 @@ func (r *DatabaseReconciler) writeStatus(ctx context.Context, s *scope, reconcil
 		statefulSetWritten: s.statefulSetWritten,
 		pods:               s.pods,
 		credentialsProblem: s.credentialsProblem,
+		tlsProblem:         s.tlsProblem,
 		volumeProblem:      s.volumeProblem,
 		predecessorPending: s.predecessorPending,
 		reconcileErr:       reconcileErr,

@@ -77,6 +77,7 @@ const (
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 40",message="metadata.name must be at most 40 characters: it prefixes the names of the Database's Services, StatefulSet and Pods"
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must start with a letter and contain only lowercase letters, digits and '-': it names the Database's Services"
+// +kubebuilder:validation:XValidation:rule="!has(self.spec.tls) || !has(self.spec.tls.serverCertificateSecretName) || !(self.spec.tls.serverCertificateSecretName in [self.metadata.name + '-tls', self.metadata.name + '-ca'])",message="spec.tls.serverCertificateSecretName must not name <metadata.name>-tls or <metadata.name>-ca: dbpilot writes those Secrets"
 type Database struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -207,8 +208,9 @@ type DatabaseSpec struct {
 	Failover *FailoverSpec `json:"failover,omitempty"`
 
 	// tls is how clients reach the Database over TLS. Its engines always
-	// serve TLS with a certificate of the Database's own authority (the
-	// Secret <name>-ca; clients verify with its ca.crt); by default
+	// serve TLS: by default with a certificate of the Database's own
+	// authority (the Secret <name>-ca; clients verify with its ca.crt),
+	// or with the user's own (serverCertificateSecretName); by default
 	// clients may also connect without TLS.
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="TLS",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:fieldGroup:tls"}
@@ -308,6 +310,21 @@ type TLSSpec struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Require TLS",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:booleanSwitch"}
 	Required bool `json:"required,omitempty"`
+
+	// serverCertificateSecretName names a Secret in the Database's
+	// namespace holding the certificate its pods serve instead of one
+	// dbpilot issues: tls.crt (the certificate, then any intermediates),
+	// tls.key, and ca.crt (the authority clients and the replicas verify
+	// it with), as cert-manager writes them. The certificate must carry
+	// every name the Database is reached by (kubectl describe names any
+	// it lacks). dbpilot only reads this Secret: it copies a usable
+	// certificate into <name>-tls, where the pods take it (and each
+	// renewal) without a restart; one that is unusable is not copied,
+	// the pods keep the last good one, and the Database is Degraded.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Server Certificate Secret",xDescriptors={"urn:alm:descriptor:io.kubernetes:Secret"}
+	ServerCertificateSecretName string `json:"serverCertificateSecretName,omitempty"`
 }
 
 // FailoverSpec says when a replica replaces the primary.

@@ -1,14 +1,38 @@
 package v1alpha1
 
+import "strings"
+
 // CertificateAuthoritySecretName is the Secret of the Database's own
 // certificate authority, which dbpilot generates: its ca.crt is what clients
 // verify the Database's servers with.
 func (d *Database) CertificateAuthoritySecretName() string { return d.Name + "-ca" }
 
 // ServerCertificateSecretName is the Secret (type kubernetes.io/tls) of the
-// certificate every pod of the Database serves, signed by its authority and
-// renewed by dbpilot before it expires.
+// certificate every pod of the Database serves: signed by its authority and
+// renewed by dbpilot before it expires, or copied from the user's
+// (ProvidedServerCertificateSecretName).
 func (d *Database) ServerCertificateSecretName() string { return d.Name + "-tls" }
+
+// ProvidedServerCertificateSecretName is the user's Secret the server
+// certificate is copied from; empty when dbpilot issues it.
+func (d *Database) ProvidedServerCertificateSecretName() string {
+	if d.Spec.TLS == nil {
+		return ""
+	}
+	return d.Spec.TLS.ServerCertificateSecretName
+}
+
+// ServerHosts are the hosts a server certificate must verify for: the
+// names of ServerNames, with a pod's name where they hold a wildcard.
+func (d *Database) ServerHosts() []string {
+	names := d.ServerNames()
+	for i, name := range names {
+		if rest, ok := strings.CutPrefix(name, "*."); ok {
+			names[i] = d.PodName(0) + "." + rest
+		}
+	}
+	return names
+}
 
 // ServerNames are the DNS names the server certificate carries: each
 // Service's, short and qualified (the cluster domain assumed to be

@@ -53,6 +53,8 @@ func TestInvalidDatabasesAreRejected(t *testing.T) {
 		{name: "restore by name without destination", spec: validSpec + "  bootstrap: {fromBackup: {backupName: x}}\n", wantField: "spec.bootstrap.fromBackup", wantText: "go together"},
 		{name: "target time not a time", spec: validSpec + "  bootstrap: {fromBackup: {databaseBackupName: b, targetTime: yesterday}}\n", wantField: "spec.bootstrap.fromBackup.targetTime", wantText: ""},
 		{name: "name too long", dbName: "a-database-name-that-is-much-too-long-for-children", spec: validSpec, wantField: "metadata.name", wantText: "at most 40 characters"},
+		{name: "server certificate in dbpilot's Secret", dbName: "orders", spec: validSpec + "  tls: {serverCertificateSecretName: orders-tls}\n", wantField: "spec.tls.serverCertificateSecretName", wantText: "dbpilot writes those"},
+		{name: "server certificate in the authority's Secret", dbName: "orders", spec: validSpec + "  tls: {serverCertificateSecretName: orders-ca}\n", wantField: "spec.tls.serverCertificateSecretName", wantText: "dbpilot writes those"},
 		{name: "name starting with a digit", dbName: "1orders", spec: validSpec, wantField: "metadata.name", wantText: "start with a letter"},
 	}
 	for i, tc := range cases {
@@ -126,6 +128,8 @@ func TestValidChangesAreAccepted(t *testing.T) {
 	g.Expect(unstructured.SetNestedField(obj.Object, "large", "spec", "tier")).To(Succeed())
 	// A schedule with a seconds field first, as CloudNativePG's.
 	g.Expect(unstructured.SetNestedField(obj.Object, "30 0 */6 * * 1-5", "spec", "backup", "schedule")).To(Succeed())
+	// A certificate of the user's, in a Secret whose name only looks like dbpilot's.
+	g.Expect(unstructured.SetNestedField(obj.Object, "valid-tls-cert", "spec", "tls", "serverCertificateSecretName")).To(Succeed())
 	g.Expect(k8sClient.Update(ctx, obj)).To(Succeed())
 
 	mysql := manifest(t, database("valid-mysql", "  engine: mysql\n  storage: {size: 1Gi}\n"))

@@ -9,6 +9,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -120,4 +121,86 @@ func setServerCertificate(g Gomega, db *dbpilotv1alpha1.Database, pair pki.KeyPa
 	g.Expect(k8sClient.Get(context.Background(), client.ObjectKey{Namespace: db.Namespace, Name: db.ServerCertificateSecretName()}, secret)).To(Succeed())
 	secret.Data[layout.KeyTLSCert], secret.Data[layout.KeyTLSKey] = pair.CertPEM, pair.KeyPEM
 	g.Expect(k8sClient.Update(context.Background(), secret)).To(Succeed())
+}
+
+// TestProvidedServerCertificate names a Secret of the user's, as
+// cert-manager writes it, for the server certificate: while it is missing
+// or carries too few names the Database is Degraded naming the field (and
+// the names) and nothing is copied; then its certificate is copied where
+// the pods take it, and so is its renewal; dbpilot creates no authority of
+// its own and never writes the user's Secret. Without the field, dbpilot
+// issues its own again.
+func TestProvidedServerCertificate(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := restrictedNamespace(t, "tls-provided")
+	startOperator(t, ns)
+
+	db := newDatabase(ns, "billing", dbpilotv1alpha1.EnginePostgres)
+	db.Spec.TLS = &dbpilotv1alpha1.TLSSpec{ServerCertificateSecretName: "billing-cert"}
+	g.Expect(k8sClient.Create(ctx, db)).To(Succeed())
+	degradedFor := func(want ...string) {
+		g.Eventually(func(g Gomega) {
+			fetch(g, db)
+			degraded := findCondition(db, dbpilotv1alpha1.ConditionDegraded)
+			g.Expect(degraded).NotTo(BeNil())
+			g.Expect(degraded.Reason).To(Equal(dbpilotv1alpha1.ReasonServerCertificateInvalid))
+			for _, text := range want {
+				g.Expect(degraded.Message).To(ContainSubstring(text))
+			}
+		}, convergeTimeout, pollInterval).Should(Succeed())
+		pods := &corev1.Secret{}
+		err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: db.ServerCertificateSecretName()}, pods)
+		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "nothing copied while the certificate is unusable: %v", err)
+	}
+	degradedFor("Secret billing-cert named by spec.tls.serverCertificateSecretName does not exist")
+
+	// cert-manager's Secret for a CA issuer, first without the pods' names.
+	ca, err := pki.NewAuthority("the user's issuer", time.Now())
+	g.Expect(err).NotTo(HaveOccurred())
+	few, err := pki.IssueServer(ca, []string{db.ServiceHost(db.ReadWriteServiceName())}, time.Now())
+	g.Expect(err).NotTo(HaveOccurred())
+	provided := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "billing-cert"}, Type: corev1.SecretTypeTLS,
+		Data: map[string][]byte{layout.KeyTLSCert: few.CertPEM, layout.KeyTLSKey: few.KeyPEM, layout.KeyCACert: ca.CertPEM}}
+	g.Expect(k8sClient.Create(ctx, provided)).To(Succeed())
+	degradedFor("spec.tls.serverCertificateSecretName: Secret billing-cert: the certificate does not carry the names",
+		db.PodName(0)+"."+db.ServiceHost(db.HeadlessServiceName()))
+
+	// Every name: it is copied, and the Database converges.
+	full, err := pki.IssueServer(ca, db.ServerNames(), time.Now())
+	g.Expect(err).NotTo(HaveOccurred())
+	provided.Data[layout.KeyTLSCert], provided.Data[layout.KeyTLSKey] = full.CertPEM, full.KeyPEM
+	g.Expect(k8sClient.Update(ctx, provided)).To(Succeed())
+	waitConverged(g, db)
+	g.Expect(serverCertificate(g, db, ca.CertPEM).Raw).To(Equal(pemBytes(g, full.CertPEM)))
+	g.Expect(findCondition(db, dbpilotv1alpha1.ConditionDegraded).Status).To(Equal(metav1.ConditionFalse))
+	err = k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: db.CertificateAuthoritySecretName()}, &corev1.Secret{})
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "no authority of dbpilot's beside the user's: %v", err)
+
+	// cert-manager renews it: the copy follows, and says so.
+	renewed, err := pki.IssueServer(ca, db.ServerNames(), time.Now())
+	g.Expect(err).NotTo(HaveOccurred())
+	provided.Data[layout.KeyTLSCert], provided.Data[layout.KeyTLSKey] = renewed.CertPEM, renewed.KeyPEM
+	g.Expect(k8sClient.Update(ctx, provided)).To(Succeed())
+	written := provided.ResourceVersion
+	g.Eventually(func(g Gomega) {
+		g.Expect(serverCertificate(g, db, ca.CertPEM).Raw).To(Equal(pemBytes(g, renewed.CertPEM)))
+		g.Expect(eventNotes(g, db)).To(ContainElement("Copied the server certificate of Secret billing-cert into Secret billing-tls"))
+	}, convergeTimeout, pollInterval).Should(Succeed())
+	g.Consistently(func(g Gomega) string {
+		fetch(g, provided)
+		return provided.ResourceVersion
+	}, 3*time.Second, pollInterval).Should(Equal(written), "the user's Secret is never written")
+
+	// Back to dbpilot's own: an authority, and a certificate it signed.
+	update(g, db, func(db *dbpilotv1alpha1.Database) { db.Spec.TLS = nil })
+	g.Eventually(func(g Gomega) { serverCertificate(g, db, authorityOf(g, db).Data[layout.KeyCACert]) }, convergeTimeout, pollInterval).Should(Succeed())
+}
+
+// pemBytes decodes one PEM block.
+func pemBytes(g Gomega, data []byte) []byte {
+	block, _ := pem.Decode(data)
+	g.Expect(block).NotTo(BeNil())
+	return block.Bytes
 }
