@@ -136,9 +136,14 @@ func encryptedQuery(engine dbpilotv1alpha1.Engine) string {
 }
 
 // serverTLS verifies the Database's server certificate for serverName
-// against the authority in its Secret, as a client given ca.crt does.
+// against the authority clients are given: ca.crt of dbpilot's authority's
+// Secret, or of the user's certificate Secret when the spec names one.
 func serverTLS(ctx context.Context, db *dbpilotv1alpha1.Database, serverName string) (*tls.Config, error) {
-	secret, err := clientset.CoreV1().Secrets(db.Namespace).Get(ctx, db.CertificateAuthoritySecretName(), metav1.GetOptions{})
+	trusted := db.CertificateAuthoritySecretName()
+	if provided := db.ProvidedServerCertificateSecretName(); provided != "" {
+		trusted = provided
+	}
+	secret, err := clientset.CoreV1().Secrets(db.Namespace).Get(ctx, trusted, metav1.GetOptions{})
 	if err != nil {
 		return nil, err
 	}

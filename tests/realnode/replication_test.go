@@ -61,7 +61,9 @@ var replicationEngines = []replicationSQL{
 }
 
 // TestReplicasServeReads runs a Database of each engine with three pods on
-// the real node, TLS required: rows written through the -rw Service are
+// the real node, TLS required, serving the platform team's own certificate
+// (an RSA one, its key in PKCS #1, from an issuer of theirs, as
+// cert-manager writes it): rows written through the -rw Service are
 // read back from every replica, and a session without TLS is refused;
 // scaling 3 -> 4 clones a replica that catches up (the node's 2 CPUs hold
 // four pods of the small tier's 500m requests); a deleted replica pod
@@ -81,7 +83,11 @@ func testReplicasServeReads(t *testing.T, tc replicationSQL) {
 	ns := "real-replicas-" + string(tc.engine)
 	restrictedNamespace(t, ns)
 	db := newDatabase(ns, "orders", tc.engine, tc.version, 3)
-	db.Spec.TLS = &dbpilotv1alpha1.TLSSpec{Required: true}
+	// The platform team's own certificate (cert-manager's Secret for an
+	// issuer of theirs): the replicas verify their primary, and the
+	// clients and the operator the pods, against its ca.crt.
+	db.Spec.TLS = &dbpilotv1alpha1.TLSSpec{Required: true, ServerCertificateSecretName: "orders-cert"}
+	createProvidedCertificate(g, db, "orders-cert")
 	g.Expect(k8sClient.Create(ctx, db)).To(Succeed())
 	// Even when the test fails: the next engine's pods need the CPU.
 	t.Cleanup(func() { deleteAndWait(NewWithT(t), db) })
