@@ -105,9 +105,10 @@ type DatabaseBackupStatus struct {
 	// +optional
 	Destination *BackupDestination `json:"destination,omitempty"`
 
-	// startTime and completionTime bound the run.
+	// startTime is when the run started.
 	// +optional
 	StartTime *metav1.Time `json:"startTime,omitempty"`
+	// completionTime is when the run ended, completed or failed.
 	// +optional
 	CompletionTime *metav1.Time `json:"completionTime,omitempty"`
 
@@ -125,10 +126,12 @@ type DatabaseBackupStatus struct {
 	// +optional
 	EngineVersion string `json:"engineVersion,omitempty"`
 
-	// startPosition and endPosition are where the backup starts and
-	// becomes consistent in the WAL (PostgreSQL LSN) or binlog (GTID).
+	// startPosition is where the backup starts in the WAL (PostgreSQL
+	// LSN) or binlog (GTID).
 	// +optional
 	StartPosition string `json:"startPosition,omitempty"`
+	// endPosition is where the backup becomes consistent in the WAL
+	// (PostgreSQL LSN) or binlog (GTID): a restore replays at least to it.
 	// +optional
 	EndPosition string `json:"endPosition,omitempty"`
 
