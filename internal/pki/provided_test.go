@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"crypto/rsa"
 	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/pem"
 	"math/big"
 	"strings"
@@ -11,20 +12,27 @@ import (
 	"time"
 )
 
-var hosts = []string{"orders-rw", "orders-rw.shop.svc", "orders-0.orders-headless.shop.svc"}
+var required = []string{"orders-rw", "orders-rw.shop.svc", "*.orders-headless.shop.svc"}
+
+// leafOptions shape the leaf cmChain issues.
+type leafOptions struct {
+	dnsNames  []string
+	notBefore time.Time
+	usages    []x509.ExtKeyUsage
+}
 
 // cmChain issues what cert-manager writes for a CA issuer with an
-// intermediate: an RSA leaf for dnsNames whose key is PKCS #1, signed by an
+// intermediate: an RSA leaf whose key is PKCS #1, signed by an
 // intermediate a root signed; it returns the leaf, the intermediate's
 // certificate and the root's.
-func cmChain(t *testing.T, dnsNames []string) (leaf KeyPair, intermediatePEM, rootPEM []byte) {
+func cmChain(t *testing.T, opts leafOptions) (leaf KeyPair, intermediatePEM, rootPEM []byte) {
 	t.Helper()
 	rootKey, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		t.Fatal(err)
 	}
-	rootTemplate := &x509.Certificate{SerialNumber: big.NewInt(1), NotBefore: now.Add(-time.Hour), NotAfter: now.Add(365 * 24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	rootTemplate := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "root"}, NotBefore: now.Add(-time.Hour),
+		NotAfter: now.Add(365 * 24 * time.Hour), IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
 	rootDER, err := x509.CreateCertificate(rand.Reader, rootTemplate, rootTemplate, rootKey.Public(), rootKey)
 	if err != nil {
 		t.Fatal(err)
@@ -37,8 +45,8 @@ func cmChain(t *testing.T, dnsNames []string) (leaf KeyPair, intermediatePEM, ro
 	if err != nil {
 		t.Fatal(err)
 	}
-	interTemplate := &x509.Certificate{SerialNumber: big.NewInt(2), NotBefore: now.Add(-time.Hour), NotAfter: now.Add(90 * 24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
+	interTemplate := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "intermediate"}, NotBefore: now.Add(-time.Hour),
+		NotAfter: now.Add(90 * 24 * time.Hour), IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
 	interDER, err := x509.CreateCertificate(rand.Reader, interTemplate, rootCert, interKey.Public(), rootKey)
 	if err != nil {
 		t.Fatal(err)
@@ -51,9 +59,13 @@ func cmChain(t *testing.T, dnsNames []string) (leaf KeyPair, intermediatePEM, ro
 	if err != nil {
 		t.Fatal(err)
 	}
+	if opts.notBefore.IsZero() {
+		opts.notBefore = now.Add(-time.Hour)
+	}
 	// cert-manager's default usages: no extended key usage at all.
-	leafTemplate := &x509.Certificate{SerialNumber: big.NewInt(3), NotBefore: now.Add(-time.Hour), NotAfter: now.Add(60 * 24 * time.Hour),
-		DNSNames: dnsNames, KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment}
+	leafTemplate := &x509.Certificate{SerialNumber: big.NewInt(3), Subject: pkix.Name{CommonName: "leaf"}, NotBefore: opts.notBefore,
+		NotAfter: now.Add(60 * 24 * time.Hour), DNSNames: opts.dnsNames, ExtKeyUsage: opts.usages,
+		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment}
 	leafDER, err := x509.CreateCertificate(rand.Reader, leafTemplate, interCert, leafKey.Public(), interKey)
 	if err != nil {
 		t.Fatal(err)
@@ -66,19 +78,60 @@ func cmChain(t *testing.T, dnsNames []string) (leaf KeyPair, intermediatePEM, ro
 	}, intermediatePEM, rootPEM
 }
 
+// withChain is the leaf with the intermediates after it, as tls.crt holds
+// them.
+func withChain(leaf KeyPair, intermediates ...[]byte) KeyPair {
+	chain := append([]byte{}, leaf.CertPEM...)
+	for _, pem := range intermediates {
+		chain = append(chain, pem...)
+	}
+	return KeyPair{CertPEM: chain, KeyPEM: leaf.KeyPEM}
+}
+
 func TestProvidedServerAcceptsAChainWithAPKCS1Key(t *testing.T) {
-	leaf, intermediate, root := cmChain(t, []string{"orders-rw", "orders-rw.shop.svc", "*.orders-headless.shop.svc"})
-	chain := KeyPair{CertPEM: append(append([]byte{}, leaf.CertPEM...), intermediate...), KeyPEM: leaf.KeyPEM}
-	notAfter, problem := ProvidedServer(chain, root, hosts, now)
+	leaf, intermediate, root := cmChain(t, leafOptions{dnsNames: required})
+	validity, problem := ProvidedServer(withChain(leaf, intermediate), root, required, now)
 	if problem != "" {
 		t.Fatalf("refused: %s", problem)
 	}
-	if want := now.Add(60 * 24 * time.Hour); !notAfter.Equal(want) {
-		t.Errorf("notAfter %s, want the leaf's %s", notAfter, want)
+	if want := now.Add(60 * 24 * time.Hour); !validity.NotAfter.Equal(want) {
+		t.Errorf("notAfter %s, want the leaf's %s", validity.NotAfter, want)
+	}
+	// ca.crt holding the root and the intermediate is a bundle OpenSSL
+	// builds the chain from too.
+	if _, problem := ProvidedServer(leaf, append(append([]byte{}, root...), intermediate...), required, now); problem != "" {
+		t.Errorf("a bundle of root and intermediate refused: %s", problem)
 	}
 	// Without its intermediate the leaf has no path to the authority.
-	if _, problem := ProvidedServer(leaf, root, hosts, now); !strings.Contains(problem, "does not verify against the authority's") {
+	if _, problem := ProvidedServer(leaf, root, required, now); !strings.Contains(problem, "does not verify against the authority's") {
 		t.Errorf("a leaf without its intermediate: %q", problem)
+	}
+	// An intermediate alone is no anchor to OpenSSL's clients.
+	if _, problem := ProvidedServer(leaf, intermediate, required, now); !strings.Contains(problem, "ca.crt holds no root (self-signed) certificate") {
+		t.Errorf("the intermediate as ca.crt: %q", problem)
+	}
+}
+
+func TestProvidedServerTakesClockSkew(t *testing.T) {
+	soon, intermediate, root := cmChain(t, leafOptions{dnsNames: required, notBefore: now.Add(ClockSkew - time.Minute)})
+	if _, problem := ProvidedServer(withChain(soon, intermediate), root, required, now); problem != "" {
+		t.Errorf("a certificate valid %s from now refused: %s", ClockSkew-time.Minute, problem)
+	}
+	later, intermediate, root := cmChain(t, leafOptions{dnsNames: required, notBefore: now.Add(ClockSkew + time.Minute)})
+	validity, problem := ProvidedServer(withChain(later, intermediate), root, required, now)
+	if !strings.Contains(problem, "the certificate is valid only from") || !validity.NotBefore.Equal(now.Add(ClockSkew+time.Minute)) {
+		t.Errorf("a certificate valid %s from now: %q, valid from %s", ClockSkew+time.Minute, problem, validity.NotBefore)
+	}
+}
+
+func TestProvidedServerNeedsEveryNameAndServerUse(t *testing.T) {
+	pods, intermediate, root := cmChain(t, leafOptions{dnsNames: []string{"orders-rw", "orders-rw.shop.svc", "orders-0.orders-headless.shop.svc"}})
+	if _, problem := ProvidedServer(withChain(pods, intermediate), root, required, now); problem != "the certificate does not carry the names *.orders-headless.shop.svc" {
+		t.Errorf("a pod's name for the wildcard: %q", problem)
+	}
+	client, intermediate, root := cmChain(t, leafOptions{dnsNames: required, usages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+	if _, problem := ProvidedServer(withChain(client, intermediate), root, required, now); !strings.Contains(problem, "does not verify against the authority's") {
+		t.Errorf("a certificate for clients only: %q", problem)
 	}
 }
 
@@ -94,16 +147,16 @@ func TestProvidedServerNamesWhatIsWrong(t *testing.T) {
 		want      string
 	}{
 		{"names missing", server(t, ca, []string{"orders-rw"}, now), ca.CertPEM, now,
-			"the certificate does not carry the names orders-rw.shop.svc, orders-0.orders-headless.shop.svc"},
+			"the certificate does not carry the names orders-rw.shop.svc, *.orders-headless.shop.svc"},
 		{"another authority", good, authority(t).CertPEM, now, "does not verify against the authority's"},
-		{"not an authority", good, []byte("not PEM"), now, "the authority's certificate does not parse"},
+		{"not an authority", good, []byte("not PEM"), now, "the authority's certificate (ca.crt) does not parse"},
 		{"another key", KeyPair{CertPEM: good.CertPEM, KeyPEM: other.KeyPEM}, ca.CertPEM, now, "the certificate and its key do not pair: private key does not match public key"},
 		{"no key", KeyPair{CertPEM: good.CertPEM}, ca.CertPEM, now, "the certificate and its key do not pair"},
 		{"expired", good, ca.CertPEM, now.Add(ServerValidity + time.Minute), "the certificate expired at " + now.Add(ServerValidity).Format(time.RFC3339)},
-		{"not yet valid", good, ca.CertPEM, now.Add(-time.Hour), "the certificate is valid only from"},
+		{"not yet valid", good, ca.CertPEM, now.Add(-backdate - ClockSkew - time.Minute), "the certificate is valid only from"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, problem := ProvidedServer(tc.pair, tc.authority, hosts, tc.at)
+			_, problem := ProvidedServer(tc.pair, tc.authority, required, tc.at)
 			if !strings.Contains(problem, tc.want) {
 				t.Errorf("problem %q, want %q in it", problem, tc.want)
 			}
@@ -114,7 +167,7 @@ func TestProvidedServerNamesWhatIsWrong(t *testing.T) {
 			}
 		})
 	}
-	if _, problem := ProvidedServer(good, ca.CertPEM, hosts, now); problem != "" {
+	if _, problem := ProvidedServer(good, ca.CertPEM, required, now); problem != "" {
 		t.Errorf("a good certificate refused: %s", problem)
 	}
 }
