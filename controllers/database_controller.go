@@ -183,19 +183,11 @@ func (r *DatabaseReconciler) reconcileNormal(ctx context.Context, s *scope) (ctr
 		}
 		result = soonest(result, res)
 	}
-	// Only the user can fix their Secrets; a change to one (watched) or to
-	// the Database starts the next pass, so retrying would only load the
-	// API server.
-	var problems []error
-	if s.credentialsProblem != "" && !s.db.GeneratesCredentials() {
-		problems = append(problems, errors.New(s.credentialsProblem))
-	}
-	if s.tlsProblem != "" {
-		problems = append(problems, errors.New(s.tlsProblem))
-	}
-	if len(problems) > 0 {
-		return result, reconcile.TerminalError(errors.Join(problems...))
-	}
+	// A problem with a Secret of the user's (credentials, server
+	// certificate) shows in Degraded and is not an error: only the user
+	// can fix it, their Secret is watched, and an error would drop this
+	// pass's requeues, which keep failover and scheduled backups on time
+	// for the pods that run meanwhile.
 	return result, nil
 }
 

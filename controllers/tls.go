@@ -65,20 +65,21 @@ func (r *DatabaseReconciler) reconcileTLS(ctx context.Context, s *scope) (ctrl.R
 
 // reconcileProvidedCertificate copies the user's server certificate, from
 // the Secret named provided, into the one the pods mount, when it is
-// usable (pki.ProvidedServer, for every host the Database is reached by)
+// usable (pki.ProvidedServer, for every name the Database is reached by)
 // and differs. An unusable one is not copied, so the pods keep serving the
-// last good one, and the Database shows why until the user's Secret
-// changes (watchUserSecrets). dbpilot never renews it: it looks again at
-// the certificate's expiry, to report it expired.
+// last good one, and the Database shows why (s.tlsProblem) until the user's
+// Secret changes (watchUserSecrets) or, not valid yet, until it is. dbpilot
+// never renews it: it looks again at its expiry, to report it expired.
 func (r *DatabaseReconciler) reconcileProvidedCertificate(ctx context.Context, s *scope, current *corev1.Secret, provided string, now time.Time) (ctrl.Result, error) {
 	db := s.db
+	field := "spec.tls.serverCertificateSecretName: Secret " + provided
 	secret := &corev1.Secret{}
 	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: db.Namespace, Name: provided}, secret); err != nil {
 		if apierrors.IsNotFound(err) {
-			s.tlsProblem = fmt.Sprintf("Secret %s named by spec.tls.serverCertificateSecretName does not exist", provided)
+			s.tlsProblem = field + " does not exist"
 			return ctrl.Result{}, nil
 		}
-		return ctrl.Result{}, fmt.Errorf("reading Secret %s: %w", provided, err)
+		return ctrl.Result{}, fmt.Errorf("%s: reading it: %w", field, err)
 	}
 	var missing []string
 	for _, key := range []string{layout.KeyTLSCert, layout.KeyTLSKey, layout.KeyCACert} {
@@ -87,25 +88,27 @@ func (r *DatabaseReconciler) reconcileProvidedCertificate(ctx context.Context, s
 		}
 	}
 	if len(missing) > 0 {
-		s.tlsProblem = fmt.Sprintf("spec.tls.serverCertificateSecretName: Secret %s lacks the keys %s", provided, strings.Join(missing, ", "))
+		s.tlsProblem = fmt.Sprintf("%s lacks the keys %s", field, strings.Join(missing, ", "))
 		return ctrl.Result{}, nil
 	}
 	pair := pki.KeyPair{CertPEM: secret.Data[layout.KeyTLSCert], KeyPEM: secret.Data[layout.KeyTLSKey]}
-	notAfter, problem := pki.ProvidedServer(pair, secret.Data[layout.KeyCACert], db.ServerHosts(), now)
+	validity, problem := pki.ProvidedServer(pair, secret.Data[layout.KeyCACert], db.ServerNames(), now)
 	if problem != "" {
-		s.tlsProblem = fmt.Sprintf("spec.tls.serverCertificateSecretName: Secret %s: %s", provided, problem)
+		s.tlsProblem = field + ": " + problem
+		if validFrom := validity.NotBefore.Add(-pki.ClockSkew); validFrom.After(now) {
+			return ctrl.Result{RequeueAfter: validFrom.Sub(now)}, nil
+		}
 		return ctrl.Result{}, nil
 	}
 	wanted := desired.ServerCertificateSecret(db, pair, secret.Data[layout.KeyCACert])
-	if current.Name != "" && maps.EqualFunc(current.Data, wanted.Data, bytes.Equal) {
-		return ctrl.Result{RequeueAfter: notAfter.Sub(now)}, nil
+	if current.Name == "" || !maps.EqualFunc(current.Data, wanted.Data, bytes.Equal) {
+		err := r.writeServerCertificate(ctx, db, current, wanted, dbpilotv1alpha1.EventReasonCertificateCopied, "CopyCertificate",
+			"Copied the server certificate of Secret %s into Secret %s", provided, db.ServerCertificateSecretName())
+		if err != nil {
+			return ctrl.Result{}, err
+		}
 	}
-	err := r.writeServerCertificate(ctx, db, current, wanted, dbpilotv1alpha1.EventReasonCertificateCopied, "CopyCertificate",
-		"Copied the server certificate of Secret %s into Secret %s", provided, db.ServerCertificateSecretName())
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	return ctrl.Result{RequeueAfter: notAfter.Sub(now)}, nil
+	return ctrl.Result{RequeueAfter: validity.NotAfter.Sub(now)}, nil
 }
 
 // serverCertificate reads the Secret the pods mount; one without a name
@@ -119,8 +122,9 @@ func (r *DatabaseReconciler) serverCertificate(ctx context.Context, db *dbpilotv
 	return secret, nil
 }
 
-// writeServerCertificate creates the Secret the pods mount as wanted, or
-// writes wanted's data into current and records the Event format tells.
+// writeServerCertificate creates the Secret the pods mount as wanted
+// (the Database's creation says enough), or writes wanted's data into
+// current and records the Event format tells.
 func (r *DatabaseReconciler) writeServerCertificate(ctx context.Context, db *dbpilotv1alpha1.Database, current, wanted *corev1.Secret, reason, action, format string, args ...any) error {
 	if current.Name == "" {
 		if err := r.Client.Create(ctx, wanted, client.FieldOwner(FieldOwner)); err != nil {

@@ -32,40 +32,41 @@ const (
 
 // Condition reasons of a Database.
 const (
-	ReasonPrimaryReady       = "PrimaryReady"
-	ReasonPrimaryNotReady    = "PrimaryNotReady"
-	ReasonReplicasNotReady   = "ReplicasNotReady"
-	ReasonCreating           = "Creating"
-	ReasonScaling            = "Scaling"
-	ReasonRollingUpdate      = "RollingUpdate"
-	ReasonReconciled         = "Reconciled"
-	ReasonPaused             = "Paused"
-	ReasonCredentialsInvalid = "CredentialsInvalid"
-	// ReasonServerCertificateInvalid: the Secret
-	// spec.tls.serverCertificateSecretName names is missing or unusable.
-	ReasonServerCertificateInvalid = "ServerCertificateInvalid"
-	ReasonReconcileFailed          = "ReconcileFailed"
-	ReasonAsExpected               = "AsExpected"
-	ReasonVolumeNotExpandable      = "VolumeNotExpandable"
-	ReasonMetricsReady             = "MetricsReady"
-	ReasonPrometheusUnavailable    = "PrometheusUnavailable"
-	ReasonWithinBaseline           = "WithinBaseline"
-	ReasonOutsideBaseline          = "OutsideBaseline"
-	ReasonPromoting                = "Promoting"
-	ReasonPrimaryServing           = "PrimaryServing"
-	ReasonNoCandidate              = "NoReplicaToPromote"
-	ReasonBackupCompleted          = "BackupCompleted"
-	ReasonBackupFailed             = "BackupFailed"
-	ReasonNoBackupYet              = "NoBackupYet"
-	ReasonArchiving                = "Archiving"
-	ReasonArchivingFailing         = "ArchivingFailing"
-	ReasonWaitingForBackup         = "WaitingForBackup"
-	ReasonRestoreFailed            = "RestoreFailed"
+	ReasonPrimaryReady          = "PrimaryReady"
+	ReasonPrimaryNotReady       = "PrimaryNotReady"
+	ReasonReplicasNotReady      = "ReplicasNotReady"
+	ReasonCreating              = "Creating"
+	ReasonScaling               = "Scaling"
+	ReasonRollingUpdate         = "RollingUpdate"
+	ReasonReconciled            = "Reconciled"
+	ReasonPaused                = "Paused"
+	ReasonCredentialsInvalid    = "CredentialsInvalid"
+	ReasonReconcileFailed       = "ReconcileFailed"
+	ReasonAsExpected            = "AsExpected"
+	ReasonVolumeNotExpandable   = "VolumeNotExpandable"
+	ReasonMetricsReady          = "MetricsReady"
+	ReasonPrometheusUnavailable = "PrometheusUnavailable"
+	ReasonWithinBaseline        = "WithinBaseline"
+	ReasonOutsideBaseline       = "OutsideBaseline"
+	ReasonPromoting             = "Promoting"
+	ReasonPrimaryServing        = "PrimaryServing"
+	ReasonNoCandidate           = "NoReplicaToPromote"
+	ReasonBackupCompleted       = "BackupCompleted"
+	ReasonBackupFailed          = "BackupFailed"
+	ReasonNoBackupYet           = "NoBackupYet"
+	ReasonArchiving             = "Archiving"
+	ReasonArchivingFailing      = "ArchivingFailing"
+	ReasonWaitingForBackup      = "WaitingForBackup"
+	ReasonRestoreFailed         = "RestoreFailed"
 	// ReasonWaitingForPredecessor: a deleted Database of the same name
 	// still owns a child (its designation or a generated Secret) that
 	// Kubernetes has not collected yet; nothing is created until it has.
 	ReasonWaitingForPredecessor = "WaitingForPredecessor"
 )
+
+// ReasonServerCertificateInvalid: the Secret
+// spec.tls.serverCertificateSecretName names is missing or unusable.
+const ReasonServerCertificateInvalid = "ServerCertificateInvalid"
 
 // Event reasons recorded on a Database.
 const (

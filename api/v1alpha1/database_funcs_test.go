@@ -64,25 +64,6 @@ func TestChildNamesFitAtMaximumNameLength(t *testing.T) {
 	}
 }
 
-// TestServerHostsVerifyEveryName checks the hosts a provided certificate
-// is checked for: every server name, a pod's for the wildcard.
-func TestServerHostsVerifyEveryName(t *testing.T) {
-	db := &Database{}
-	db.Name, db.Namespace = "orders", "shop"
-	hosts, names := db.ServerHosts(), db.ServerNames()
-	if len(hosts) != len(names) {
-		t.Fatalf("%d hosts for %d names", len(hosts), len(names))
-	}
-	for i, name := range names {
-		if want := strings.Replace(name, "*", "orders-0", 1); hosts[i] != want {
-			t.Errorf("host %d is %s, want %s", i, hosts[i], want)
-		}
-	}
-	if hosts[len(hosts)-1] != "orders-0.orders-headless.shop.svc.cluster.local" {
-		t.Errorf("the last host is %s", hosts[len(hosts)-1])
-	}
-}
-
 func TestTierTableGrowsWithEachStep(t *testing.T) {
 	tiers := Tiers()
 	for i := 1; i < len(tiers); i++ {

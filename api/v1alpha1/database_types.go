@@ -314,10 +314,10 @@ type TLSSpec struct {
 	// serverCertificateSecretName names a Secret in the Database's
 	// namespace holding the certificate its pods serve instead of one
 	// dbpilot issues: tls.crt (the certificate, then any intermediates),
-	// tls.key, and ca.crt (the authority clients and the replicas verify
-	// it with), as cert-manager writes them. The certificate must carry
-	// every name the Database is reached by (kubectl describe names any
-	// it lacks). dbpilot only reads this Secret: it copies a usable
+	// tls.key, and ca.crt (the self-signed root clients and the replicas
+	// verify it with), as cert-manager writes them. The certificate must
+	// carry every name the Database is reached by (kubectl describe names
+	// any it lacks). dbpilot only reads this Secret: it copies a usable
 	// certificate into <name>-tls, where the pods take it (and each
 	// renewal) without a restart; one that is unusable is not copied,
 	// the pods keep the last good one, and the Database is Degraded.

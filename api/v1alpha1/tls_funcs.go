@@ -1,7 +1,5 @@
 package v1alpha1
 
-import "strings"
-
 // CertificateAuthoritySecretName is the Secret of the Database's own
 // certificate authority, which dbpilot generates: its ca.crt is what clients
 // verify the Database's servers with.
@@ -20,18 +18,6 @@ func (d *Database) ProvidedServerCertificateSecretName() string {
 		return ""
 	}
 	return d.Spec.TLS.ServerCertificateSecretName
-}
-
-// ServerHosts are the hosts a server certificate must verify for: the
-// names of ServerNames, with a pod's name where they hold a wildcard.
-func (d *Database) ServerHosts() []string {
-	names := d.ServerNames()
-	for i, name := range names {
-		if rest, ok := strings.CutPrefix(name, "*."); ok {
-			names[i] = d.PodName(0) + "." + rest
-		}
-	}
-	return names
 }
 
 // ServerNames are the DNS names the server certificate carries: each

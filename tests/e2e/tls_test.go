@@ -124,12 +124,13 @@ func setServerCertificate(g Gomega, db *dbpilotv1alpha1.Database, pair pki.KeyPa
 }
 
 // TestProvidedServerCertificate names a Secret of the user's, as
-// cert-manager writes it, for the server certificate: while it is missing
-// or carries too few names the Database is Degraded naming the field (and
-// the names) and nothing is copied; then its certificate is copied where
-// the pods take it, and so is its renewal; dbpilot creates no authority of
-// its own and never writes the user's Secret. Without the field, dbpilot
-// issues its own again.
+// cert-manager writes it, for the server certificate: while it is missing,
+// lacks ca.crt (an ACME issuer's) or carries too few names the Database is
+// Degraded naming the field (and the names) and nothing is copied; then
+// its certificate is copied where the pods take it, and so is its renewal;
+// deleting it keeps the copy; dbpilot creates no authority of its own and
+// never writes the user's Secret. Without the field, dbpilot issues its own
+// again.
 func TestProvidedServerCertificate(t *testing.T) {
 	t.Parallel()
 	g := NewWithT(t)
@@ -140,32 +141,25 @@ func TestProvidedServerCertificate(t *testing.T) {
 	db := newDatabase(ns, "billing", dbpilotv1alpha1.EnginePostgres)
 	db.Spec.TLS = &dbpilotv1alpha1.TLSSpec{ServerCertificateSecretName: "billing-cert"}
 	g.Expect(k8sClient.Create(ctx, db)).To(Succeed())
-	degradedFor := func(want ...string) {
-		g.Eventually(func(g Gomega) {
-			fetch(g, db)
-			degraded := findCondition(db, dbpilotv1alpha1.ConditionDegraded)
-			g.Expect(degraded).NotTo(BeNil())
-			g.Expect(degraded.Reason).To(Equal(dbpilotv1alpha1.ReasonServerCertificateInvalid))
-			for _, text := range want {
-				g.Expect(degraded.Message).To(ContainSubstring(text))
-			}
-		}, convergeTimeout, pollInterval).Should(Succeed())
-		pods := &corev1.Secret{}
-		err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: db.ServerCertificateSecretName()}, pods)
-		g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "nothing copied while the certificate is unusable: %v", err)
-	}
-	degradedFor("Secret billing-cert named by spec.tls.serverCertificateSecretName does not exist")
+	expectCertificateProblem(g, db, "spec.tls.serverCertificateSecretName: Secret billing-cert does not exist")
+	expectNoServerCertificate(g, db)
 
-	// cert-manager's Secret for a CA issuer, first without the pods' names.
+	// An ACME issuer's Secret: no ca.crt.
 	ca, err := pki.NewAuthority("the user's issuer", time.Now())
 	g.Expect(err).NotTo(HaveOccurred())
 	few, err := pki.IssueServer(ca, []string{db.ServiceHost(db.ReadWriteServiceName())}, time.Now())
 	g.Expect(err).NotTo(HaveOccurred())
 	provided := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "billing-cert"}, Type: corev1.SecretTypeTLS,
-		Data: map[string][]byte{layout.KeyTLSCert: few.CertPEM, layout.KeyTLSKey: few.KeyPEM, layout.KeyCACert: ca.CertPEM}}
+		Data: map[string][]byte{layout.KeyTLSCert: few.CertPEM, layout.KeyTLSKey: few.KeyPEM}}
 	g.Expect(k8sClient.Create(ctx, provided)).To(Succeed())
-	degradedFor("spec.tls.serverCertificateSecretName: Secret billing-cert: the certificate does not carry the names",
-		db.PodName(0)+"."+db.ServiceHost(db.HeadlessServiceName()))
+	expectCertificateProblem(g, db, "spec.tls.serverCertificateSecretName: Secret billing-cert lacks the keys ca.crt")
+
+	// Then with it, but without the pods' names.
+	provided.Data[layout.KeyCACert] = ca.CertPEM
+	g.Expect(k8sClient.Update(ctx, provided)).To(Succeed())
+	expectCertificateProblem(g, db, "spec.tls.serverCertificateSecretName: Secret billing-cert: the certificate does not carry the names",
+		"*."+db.ServiceHost(db.HeadlessServiceName()))
+	expectNoServerCertificate(g, db)
 
 	// Every name: it is copied, and the Database converges.
 	full, err := pki.IssueServer(ca, db.ServerNames(), time.Now())
@@ -193,9 +187,82 @@ func TestProvidedServerCertificate(t *testing.T) {
 		return provided.ResourceVersion
 	}, 3*time.Second, pollInterval).Should(Equal(written), "the user's Secret is never written")
 
+	// The user's Secret deleted: the pods keep the copy they serve.
+	g.Expect(k8sClient.Delete(ctx, provided)).To(Succeed())
+	expectCertificateProblem(g, db, "spec.tls.serverCertificateSecretName: Secret billing-cert does not exist")
+	g.Expect(serverCertificate(g, db, ca.CertPEM).Raw).To(Equal(pemBytes(g, renewed.CertPEM)))
+
 	// Back to dbpilot's own: an authority, and a certificate it signed.
 	update(g, db, func(db *dbpilotv1alpha1.Database) { db.Spec.TLS = nil })
 	g.Eventually(func(g Gomega) { serverCertificate(g, db, authorityOf(g, db).Data[layout.KeyCACert]) }, convergeTimeout, pollInterval).Should(Succeed())
+	waitConverged(g, db)
+}
+
+// TestSwitchToProvidedCertificateOnceValid moves a running Database from
+// dbpilot's certificate to the user's, whose validity starts beyond the
+// clock skew allowed: dbpilot's stays in place meanwhile, Degraded says
+// when the user's is valid from, and dbpilot copies it then on its own,
+// with no change to either object (its recheck is not dropped by the
+// problem).
+func TestSwitchToProvidedCertificateOnceValid(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := restrictedNamespace(t, "tls-switch")
+	startOperator(t, ns)
+
+	db := newDatabase(ns, "ledger", dbpilotv1alpha1.EngineMariaDB)
+	g.Expect(k8sClient.Create(ctx, db)).To(Succeed())
+	waitConverged(g, db)
+	own := serverCertificate(g, db, authorityOf(g, db).Data[layout.KeyCACert])
+
+	ca, err := pki.NewAuthority("the user's issuer", time.Now())
+	g.Expect(err).NotTo(HaveOccurred())
+	// Issued 5 minutes back-dated: valid 20 s after the skew allowed.
+	soon, err := pki.IssueServer(ca, db.ServerNames(), time.Now().Add(5*time.Minute+pki.ClockSkew+20*time.Second))
+	g.Expect(err).NotTo(HaveOccurred())
+	leaf, err := x509.ParseCertificate(pemBytes(g, soon.CertPEM))
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(leaf.NotBefore).To(BeTemporally(">", time.Now().Add(pki.ClockSkew)), "the certificate is not valid yet, even with the skew")
+	provided := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "ledger-cert"}, Type: corev1.SecretTypeTLS,
+		Data: map[string][]byte{layout.KeyTLSCert: soon.CertPEM, layout.KeyTLSKey: soon.KeyPEM, layout.KeyCACert: ca.CertPEM}}
+	g.Expect(k8sClient.Create(ctx, provided)).To(Succeed())
+	update(g, db, func(db *dbpilotv1alpha1.Database) {
+		db.Spec.TLS = &dbpilotv1alpha1.TLSSpec{ServerCertificateSecretName: "ledger-cert"}
+	})
+	expectCertificateProblem(g, db, "spec.tls.serverCertificateSecretName: Secret ledger-cert: the certificate is valid only from "+leaf.NotBefore.UTC().Format(time.RFC3339))
+	g.Expect(serverCertificate(g, db, authorityOf(g, db).Data[layout.KeyCACert]).Raw).To(Equal(own.Raw), "the pods keep dbpilot's meanwhile")
+
+	// Copied once valid give or take the skew: it verifies only later.
+	g.Eventually(func(g Gomega) {
+		served := &corev1.Secret{}
+		g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: db.ServerCertificateSecretName()}, served)).To(Succeed())
+		g.Expect(served.Data).To(Equal(provided.Data))
+		g.Expect(eventNotes(g, db)).To(ContainElement("Copied the server certificate of Secret ledger-cert into Secret ledger-tls"))
+	}, time.Minute, pollInterval).Should(Succeed())
+	waitConverged(g, db)
+	g.Expect(findCondition(db, dbpilotv1alpha1.ConditionDegraded).Status).To(Equal(metav1.ConditionFalse))
+}
+
+// expectCertificateProblem waits until the Database is Degraded for its
+// server certificate with a message holding every text.
+func expectCertificateProblem(g Gomega, db *dbpilotv1alpha1.Database, texts ...string) {
+	g.Eventually(func(g Gomega) {
+		fetch(g, db)
+		degraded := findCondition(db, dbpilotv1alpha1.ConditionDegraded)
+		g.Expect(degraded).NotTo(BeNil())
+		g.Expect(degraded.Reason).To(Equal(dbpilotv1alpha1.ReasonServerCertificateInvalid))
+		for _, text := range texts {
+			g.Expect(degraded.Message).To(ContainSubstring(text))
+		}
+	}, convergeTimeout, pollInterval).Should(Succeed())
+}
+
+// expectNoServerCertificate expects nothing copied into the Secret the
+// pods mount.
+func expectNoServerCertificate(g Gomega, db *dbpilotv1alpha1.Database) {
+	err := k8sClient.Get(context.Background(), client.ObjectKey{Namespace: db.Namespace, Name: db.ServerCertificateSecretName()}, &corev1.Secret{})
+	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "nothing copied while the certificate is unusable: %v", err)
 }
 
 // pemBytes decodes one PEM block.

@@ -62,8 +62,9 @@ var replicationEngines = []replicationSQL{
 
 // TestReplicasServeReads runs a Database of each engine with three pods on
 // the real node, TLS required, serving the platform team's own certificate
-// (an RSA one, its key in PKCS #1, from an issuer of theirs, as
-// cert-manager writes it): rows written through the -rw Service are
+// (an RSA one, its key in PKCS #1, signed by an intermediate that follows
+// it in tls.crt, as cert-manager writes it): rows written through the -rw
+// Service are
 // read back from every replica, and a session without TLS is refused;
 // scaling 3 -> 4 clones a replica that catches up (the node's 2 CPUs hold
 // four pods of the small tier's 500m requests); a deleted replica pod
@@ -84,8 +85,9 @@ func testReplicasServeReads(t *testing.T, tc replicationSQL) {
 	restrictedNamespace(t, ns)
 	db := newDatabase(ns, "orders", tc.engine, tc.version, 3)
 	// The platform team's own certificate (cert-manager's Secret for an
-	// issuer of theirs): the replicas verify their primary, and the
-	// clients and the operator the pods, against its ca.crt.
+	// intermediate issuer of theirs): the replicas verify their primary,
+	// and the clients and the operator the pods, against its ca.crt, the
+	// root, through the intermediate the engines serve with it.
 	db.Spec.TLS = &dbpilotv1alpha1.TLSSpec{Required: true, ServerCertificateSecretName: "orders-cert"}
 	createProvidedCertificate(g, db, "orders-cert")
 	g.Expect(k8sClient.Create(ctx, db)).To(Succeed())
