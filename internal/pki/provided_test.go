@@ -27,55 +27,46 @@ type leafOptions struct {
 // certificate and the root's.
 func cmChain(t *testing.T, opts leafOptions) (leaf KeyPair, intermediatePEM, rootPEM []byte) {
 	t.Helper()
-	rootKey, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
+	authority := func(name string, serial int64) *x509.Certificate {
+		return &x509.Certificate{SerialNumber: big.NewInt(serial), Subject: pkix.Name{CommonName: name}, NotBefore: now.Add(-time.Hour),
+			NotAfter: now.Add(365 * 24 * time.Hour), IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
 	}
-	rootTemplate := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "root"}, NotBefore: now.Add(-time.Hour),
-		NotAfter: now.Add(365 * 24 * time.Hour), IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	rootDER, err := x509.CreateCertificate(rand.Reader, rootTemplate, rootTemplate, rootKey.Public(), rootKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rootCert, err := x509.ParseCertificate(rootDER)
-	if err != nil {
-		t.Fatal(err)
-	}
-	interKey, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
-	interTemplate := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "intermediate"}, NotBefore: now.Add(-time.Hour),
-		NotAfter: now.Add(90 * 24 * time.Hour), IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign}
-	interDER, err := x509.CreateCertificate(rand.Reader, interTemplate, rootCert, interKey.Public(), rootKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	interCert, err := x509.ParseCertificate(interDER)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leafKey, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
+	root, rootKey := signRSA(t, authority("root", 1), nil, nil)
+	intermediate, intermediateKey := signRSA(t, authority("intermediate", 2), root, rootKey)
 	if opts.notBefore.IsZero() {
 		opts.notBefore = now.Add(-time.Hour)
 	}
 	// cert-manager's default usages: no extended key usage at all.
-	leafTemplate := &x509.Certificate{SerialNumber: big.NewInt(3), Subject: pkix.Name{CommonName: "leaf"}, NotBefore: opts.notBefore,
+	cert, key := signRSA(t, &x509.Certificate{SerialNumber: big.NewInt(3), Subject: pkix.Name{CommonName: "leaf"}, NotBefore: opts.notBefore,
 		NotAfter: now.Add(60 * 24 * time.Hour), DNSNames: opts.dnsNames, ExtKeyUsage: opts.usages,
-		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment}
-	leafDER, err := x509.CreateCertificate(rand.Reader, leafTemplate, interCert, leafKey.Public(), interKey)
+		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment}, intermediate, intermediateKey)
+	encode := func(cert *x509.Certificate) []byte { return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Raw}) }
+	return KeyPair{
+		CertPEM: encode(cert),
+		KeyPEM:  pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}),
+	}, encode(intermediate), encode(root)
+}
+
+// signRSA gives template a new RSA key and signs it with parentKey
+// (itself when parent is nil).
+func signRSA(t *testing.T, template, parent *x509.Certificate, parentKey *rsa.PrivateKey) (*x509.Certificate, *rsa.PrivateKey) {
+	t.Helper()
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		t.Fatal(err)
 	}
-	intermediatePEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: interDER})
-	rootPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: rootDER})
-	return KeyPair{
-		CertPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: leafDER}),
-		KeyPEM:  pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(leafKey)}),
-	}, intermediatePEM, rootPEM
+	if parent == nil {
+		parent, parentKey = template, key
+	}
+	der, err := x509.CreateCertificate(rand.Reader, template, parent, key.Public(), parentKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cert, key
 }
 
 // withChain is the leaf with the intermediates after it, as tls.crt holds
