@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
+	"github.com/dbpilot/dbpilot/internal/pki"
 )
 
 // The operator's own series, served with controller-runtime's on the
@@ -41,6 +42,10 @@ var (
 		Name: "dbpilot_backup_last_failure_timestamp_seconds",
 		Help: "When the newest failed backup of a Database ended, in seconds since the epoch; absent when none failed.",
 	}, []string{"namespace", "database", "engine"})
+	serverCertificateExpiry = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "dbpilot_server_certificate_expiry_timestamp_seconds",
+		Help: "When the server certificate a Database's pods serve (<name>-tls, dbpilot's or a copy of the user's) expires, in seconds since the epoch; absent while there is none.",
+	}, []string{"namespace", "database"})
 	autopilotHolding = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "dbpilot_autopilot_holding",
 		Help: "1 while the auto-pilot of a Database cannot decide (no Prometheus, missing or stale metrics), with the reason; absent otherwise.",
@@ -60,7 +65,7 @@ var registerOnce sync.Once
 // which the manager serves; once per process, however many managers it runs.
 func RegisterMetrics() (err error) {
 	registerOnce.Do(func() {
-		for _, c := range []prometheus.Collector{reconcileDuration, reconcileErrors, failovers, autopilotDecisions, autopilotHolding, backupLastSuccess, backupLastFailure, databasePhases} {
+		for _, c := range []prometheus.Collector{reconcileDuration, reconcileErrors, failovers, autopilotDecisions, autopilotHolding, backupLastSuccess, backupLastFailure, serverCertificateExpiry, databasePhases} {
 			if err = metrics.Registry.Register(c); err != nil {
 				return
 			}
@@ -91,6 +96,7 @@ func forgetDatabaseMetrics(key types.NamespacedName) {
 	databasePhases.forget(key)
 	setAutopilotHolding(key, "")
 	setBackupTimes(key, "", nil, nil)
+	setServerCertificateExpiry(key, nil)
 	autopilotDecisions.DeletePartialMatch(prometheus.Labels{"namespace": key.Namespace, "database": key.Name})
 }
 
@@ -113,6 +119,18 @@ func setBackupTimes(key types.NamespacedName, engine dbpilotv1alpha1.Engine, suc
 			gauge.WithLabelValues(key.Namespace, key.Name, string(engine)).Set(float64(at.Unix()))
 		}
 	}
+}
+
+// setServerCertificateExpiry keeps
+// dbpilot_server_certificate_expiry_timestamp_seconds to the expiry of the
+// certificate the Database's pods serve (certPEM); none removes the series.
+func setServerCertificateExpiry(key types.NamespacedName, certPEM []byte) {
+	notAfter, err := pki.NotAfter(certPEM)
+	if err != nil {
+		serverCertificateExpiry.DeleteLabelValues(key.Namespace, key.Name)
+		return
+	}
+	serverCertificateExpiry.WithLabelValues(key.Namespace, key.Name).Set(float64(notAfter.Unix()))
 }
 
 var databasesDesc = prometheus.NewDesc("dbpilot_databases",

@@ -4,12 +4,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"maps"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -21,14 +18,9 @@ import (
 
 // reconcileTLS keeps the server certificate the Database's pods serve, in
 // the Secret they mount: a copy of the user's when the spec names one
-// (reconcileProvidedCertificate), else one of the Database's own authority.
-// The authority is created once, or read from a Secret of its name that
-// exists already (one the user brought, or kept from a deleted Database of
-// the same name); one that cannot sign is an error naming the Secret, never
-// overwritten. The server certificate is issued when it is missing, when
-// the names or the authority changed, and pki.RenewBefore its expiry; the
-// pods take the new one without a restart. The Database is looked at again
-// when it is due.
+// (reconcileProvidedCertificate), else one of the Database's own authority
+// (reconcileIssuedCertificate). dbpilot_server_certificate_expiry_timestamp_seconds
+// follows what the pods serve.
 func (r *DatabaseReconciler) reconcileTLS(ctx context.Context, s *scope) (ctrl.Result, error) {
 	db := s.db
 	now := r.clock().Now()
@@ -36,9 +28,25 @@ func (r *DatabaseReconciler) reconcileTLS(ctx context.Context, s *scope) (ctrl.R
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	var result ctrl.Result
 	if provided := db.ProvidedServerCertificateSecretName(); provided != "" {
-		return r.reconcileProvidedCertificate(ctx, s, current, provided, now)
+		result, err = r.reconcileProvidedCertificate(ctx, s, current, provided, now)
+	} else {
+		result, err = r.reconcileIssuedCertificate(ctx, db, current, now)
 	}
+	setServerCertificateExpiry(client.ObjectKeyFromObject(db), current.Data[layout.KeyTLSCert])
+	return result, err
+}
+
+// reconcileIssuedCertificate keeps the server certificate of the
+// Database's own authority in current. The authority is created once, or
+// read from a Secret of its name that exists already (one the user
+// brought, or kept from a deleted Database of the same name); one that
+// cannot sign is an error naming the Secret, never overwritten. The server
+// certificate is issued when it is missing, when the names or the
+// authority changed, and pki.RenewBefore its expiry; the pods take the new
+// one without a restart. The Database is looked at again when it is due.
+func (r *DatabaseReconciler) reconcileIssuedCertificate(ctx context.Context, db *dbpilotv1alpha1.Database, current *corev1.Secret, now time.Time) (ctrl.Result, error) {
 	authority, err := r.certificateAuthority(ctx, db, now)
 	if err != nil {
 		return ctrl.Result{}, err
@@ -63,54 +71,6 @@ func (r *DatabaseReconciler) reconcileTLS(ctx context.Context, s *scope) (ctrl.R
 	return ctrl.Result{RequeueAfter: pki.ServerValidity - pki.RenewBefore}, nil
 }
 
-// reconcileProvidedCertificate copies the user's server certificate, from
-// the Secret named provided, into the one the pods mount, when it is
-// usable (pki.ProvidedServer, for every name the Database is reached by)
-// and differs. An unusable one is not copied, so the pods keep serving the
-// last good one, and the Database shows why (s.tlsProblem) until the user's
-// Secret changes (watchUserSecrets) or, not valid yet, until it is. dbpilot
-// never renews it: it looks again at its expiry, to report it expired.
-func (r *DatabaseReconciler) reconcileProvidedCertificate(ctx context.Context, s *scope, current *corev1.Secret, provided string, now time.Time) (ctrl.Result, error) {
-	db := s.db
-	field := "spec.tls.serverCertificateSecretName: Secret " + provided
-	secret := &corev1.Secret{}
-	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: db.Namespace, Name: provided}, secret); err != nil {
-		if apierrors.IsNotFound(err) {
-			s.tlsProblem = field + " does not exist"
-			return ctrl.Result{}, nil
-		}
-		return ctrl.Result{}, fmt.Errorf("%s: reading it: %w", field, err)
-	}
-	var missing []string
-	for _, key := range []string{layout.KeyTLSCert, layout.KeyTLSKey, layout.KeyCACert} {
-		if len(secret.Data[key]) == 0 {
-			missing = append(missing, key)
-		}
-	}
-	if len(missing) > 0 {
-		s.tlsProblem = fmt.Sprintf("%s lacks the keys %s", field, strings.Join(missing, ", "))
-		return ctrl.Result{}, nil
-	}
-	pair := pki.KeyPair{CertPEM: secret.Data[layout.KeyTLSCert], KeyPEM: secret.Data[layout.KeyTLSKey]}
-	validity, problem := pki.ProvidedServer(pair, secret.Data[layout.KeyCACert], db.ServerNames(), now)
-	if problem != "" {
-		s.tlsProblem = field + ": " + problem
-		if validFrom := validity.NotBefore.Add(-pki.ClockSkew); validFrom.After(now) {
-			return ctrl.Result{RequeueAfter: validFrom.Sub(now)}, nil
-		}
-		return ctrl.Result{}, nil
-	}
-	wanted := desired.ServerCertificateSecret(db, pair, secret.Data[layout.KeyCACert])
-	if current.Name == "" || !maps.EqualFunc(current.Data, wanted.Data, bytes.Equal) {
-		err := r.writeServerCertificate(ctx, db, current, wanted, dbpilotv1alpha1.EventReasonCertificateCopied, "CopyCertificate",
-			"Copied the server certificate of Secret %s into Secret %s", provided, db.ServerCertificateSecretName())
-		if err != nil {
-			return ctrl.Result{}, err
-		}
-	}
-	return ctrl.Result{RequeueAfter: validity.NotAfter.Sub(now)}, nil
-}
-
 // serverCertificate reads the Secret the pods mount; one without a name
 // when it does not exist.
 func (r *DatabaseReconciler) serverCertificate(ctx context.Context, db *dbpilotv1alpha1.Database) (*corev1.Secret, error) {
@@ -124,18 +84,22 @@ func (r *DatabaseReconciler) serverCertificate(ctx context.Context, db *dbpilotv
 
 // writeServerCertificate creates the Secret the pods mount as wanted
 // (the Database's creation says enough), or writes wanted's data into
-// current and records the Event format tells.
+// current and records the Event format tells; current is then what was
+// written.
 func (r *DatabaseReconciler) writeServerCertificate(ctx context.Context, db *dbpilotv1alpha1.Database, current, wanted *corev1.Secret, reason, action, format string, args ...any) error {
 	if current.Name == "" {
 		if err := r.Client.Create(ctx, wanted, client.FieldOwner(FieldOwner)); err != nil {
 			return fmt.Errorf("creating Secret %s: %w", wanted.Name, err)
 		}
+		*current = *wanted
 		return nil
 	}
-	current.Data = wanted.Data
-	if err := r.Client.Update(ctx, current, client.FieldOwner(FieldOwner)); err != nil {
+	updated := current.DeepCopy()
+	updated.Data = wanted.Data
+	if err := r.Client.Update(ctx, updated, client.FieldOwner(FieldOwner)); err != nil {
 		return fmt.Errorf("writing Secret %s: %w", current.Name, err)
 	}
+	*current = *updated
 	r.Recorder.Eventf(db, nil, corev1.EventTypeNormal, reason, action, format, args...)
 	return nil
 }

@@ -140,6 +140,19 @@ func ServerRenewal(server, authority KeyPair, names []string, now time.Time) (re
 	return "", renewAt
 }
 
+// NotAfter is when the first certificate of certPEM expires.
+func NotAfter(certPEM []byte) (time.Time, error) {
+	block, _ := pem.Decode(certPEM)
+	if block == nil || block.Type != "CERTIFICATE" {
+		return time.Time{}, errors.New("no PEM certificate")
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return cert.NotAfter, nil
+}
+
 // certificateNames are the DNS names and IP addresses a certificate
 // carries, sorted.
 func certificateNames(cert *x509.Certificate) []string {

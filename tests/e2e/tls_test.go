@@ -66,6 +66,7 @@ func TestServerCertificateIssuedAndRenewed(t *testing.T) {
 	g.Expect(authority.OwnerReferences).To(ConsistOf(HaveField("UID", db.UID)))
 	first := serverCertificate(g, db, authority.Data[layout.KeyCACert])
 	g.Expect(first.NotAfter).To(BeTemporally("~", time.Now().Add(pki.ServerValidity), time.Hour))
+	g.Expect(certificateExpiry(g, db)).To(Equal(float64(first.NotAfter.Unix())), "the expiry metric follows the certificate served")
 	template := statefulSetOf(g, db).Spec.Template.Spec
 	g.Expect(template.Volumes).To(ContainElement(And(HaveField("Name", "tls"), HaveField("Secret.SecretName", db.ServerCertificateSecretName()))))
 	g.Expect(template.Containers[0].Args).To(ContainElement("--tls-dir=" + layout.TLSDir))
@@ -78,6 +79,7 @@ func TestServerCertificateIssuedAndRenewed(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		renewed := serverCertificate(g, db, ca.CertPEM)
 		g.Expect(renewed.NotAfter).To(BeTemporally(">", time.Now().Add(pki.ServerValidity-time.Hour)))
+		g.Expect(certificateExpiry(g, db)).To(Equal(float64(renewed.NotAfter.Unix())))
 		g.Expect(eventNotes(g, db)).To(ContainElement(And(ContainSubstring("Issued the server certificate"), ContainSubstring("it expires at"))))
 	}, convergeTimeout, pollInterval).Should(Succeed())
 
@@ -143,6 +145,7 @@ func TestProvidedServerCertificate(t *testing.T) {
 	g.Expect(k8sClient.Create(ctx, db)).To(Succeed())
 	expectCertificateProblem(g, db, "spec.tls.serverCertificateSecretName: Secret billing-cert does not exist")
 	expectNoServerCertificate(g, db)
+	g.Expect(certificateExpiry(g, db)).To(BeZero(), "no expiry while no certificate is served")
 
 	// An ACME issuer's Secret: no ca.crt.
 	ca, err := pki.NewAuthority("the user's issuer", time.Now())
@@ -167,7 +170,9 @@ func TestProvidedServerCertificate(t *testing.T) {
 	provided.Data[layout.KeyTLSCert], provided.Data[layout.KeyTLSKey] = full.CertPEM, full.KeyPEM
 	g.Expect(k8sClient.Update(ctx, provided)).To(Succeed())
 	waitConverged(g, db)
-	g.Expect(serverCertificate(g, db, ca.CertPEM).Raw).To(Equal(pemBytes(g, full.CertPEM)))
+	served := serverCertificate(g, db, ca.CertPEM)
+	g.Expect(served.Raw).To(Equal(pemBytes(g, full.CertPEM)))
+	g.Expect(certificateExpiry(g, db)).To(Equal(float64(served.NotAfter.Unix())))
 	g.Expect(findCondition(db, dbpilotv1alpha1.ConditionDegraded).Status).To(Equal(metav1.ConditionFalse))
 	err = k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: db.CertificateAuthoritySecretName()}, &corev1.Secret{})
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "no authority of dbpilot's beside the user's: %v", err)
@@ -190,7 +195,9 @@ func TestProvidedServerCertificate(t *testing.T) {
 	// The user's Secret deleted: the pods keep the copy they serve.
 	g.Expect(k8sClient.Delete(ctx, provided)).To(Succeed())
 	expectCertificateProblem(g, db, "spec.tls.serverCertificateSecretName: Secret billing-cert does not exist")
-	g.Expect(serverCertificate(g, db, ca.CertPEM).Raw).To(Equal(pemBytes(g, renewed.CertPEM)))
+	kept := serverCertificate(g, db, ca.CertPEM)
+	g.Expect(kept.Raw).To(Equal(pemBytes(g, renewed.CertPEM)))
+	g.Expect(certificateExpiry(g, db)).To(Equal(float64(kept.NotAfter.Unix())), "the expiry of the copy the pods still serve")
 
 	// Back to dbpilot's own: an authority, and a certificate it signed.
 	update(g, db, func(db *dbpilotv1alpha1.Database) { db.Spec.TLS = nil })
@@ -263,6 +270,12 @@ func expectCertificateProblem(g Gomega, db *dbpilotv1alpha1.Database, texts ...s
 func expectNoServerCertificate(g Gomega, db *dbpilotv1alpha1.Database) {
 	err := k8sClient.Get(context.Background(), client.ObjectKey{Namespace: db.Namespace, Name: db.ServerCertificateSecretName()}, &corev1.Secret{})
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "nothing copied while the certificate is unusable: %v", err)
+}
+
+// certificateExpiry reads dbpilot_server_certificate_expiry_timestamp_seconds
+// of the Database; 0 when absent.
+func certificateExpiry(g Gomega, db *dbpilotv1alpha1.Database) float64 {
+	return gathered(g, "dbpilot_server_certificate_expiry_timestamp_seconds", map[string]string{"namespace": db.Namespace, "database": db.Name})
 }
 
 // pemBytes decodes one PEM block.
