@@ -63,8 +63,9 @@ var replicationEngines = []replicationSQL{
 // TestReplicasServeReads runs a Database of each engine with three pods on
 // the real node, TLS required, serving the platform team's own certificate
 // (an RSA one, its key in PKCS #1, signed by an intermediate that follows
-// it in tls.crt, as cert-manager writes it): rows written through the -rw
-// Service are
+// it in tls.crt, as cert-manager writes it): MariaDB from the start,
+// PostgreSQL switched to it from dbpilot's while running, without a
+// restart. Rows written through the -rw Service are
 // read back from every replica, and a session without TLS is refused;
 // scaling 3 -> 4 clones a replica that catches up (the node's 2 CPUs hold
 // four pods of the small tier's 500m requests); a deleted replica pod
@@ -84,12 +85,14 @@ func testReplicasServeReads(t *testing.T, tc replicationSQL) {
 	ns := "real-replicas-" + string(tc.engine)
 	restrictedNamespace(t, ns)
 	db := newDatabase(ns, "orders", tc.engine, tc.version, 3)
-	// The platform team's own certificate (cert-manager's Secret for an
-	// intermediate issuer of theirs): the replicas verify their primary,
-	// and the clients and the operator the pods, against its ca.crt, the
-	// root, through the intermediate the engines serve with it.
-	db.Spec.TLS = &dbpilotv1alpha1.TLSSpec{Required: true, ServerCertificateSecretName: "orders-cert"}
-	createProvidedCertificate(g, db, "orders-cert")
+	db.Spec.TLS = &dbpilotv1alpha1.TLSSpec{Required: true}
+	// PostgreSQL switches to the platform team's certificate while it
+	// runs (a minute of the kubelet's); MariaDB serves it from the start.
+	switches := tc.engine == dbpilotv1alpha1.EnginePostgres
+	if !switches {
+		db.Spec.TLS.ServerCertificateSecretName = "orders-cert"
+		createProvidedCertificate(g, db, "orders-cert")
+	}
 	g.Expect(k8sClient.Create(ctx, db)).To(Succeed())
 	// Even when the test fails: the next engine's pods need the CPU.
 	t.Cleanup(func() { deleteAndWait(NewWithT(t), db) })
@@ -111,6 +114,9 @@ func testReplicasServeReads(t *testing.T, tc replicationSQL) {
 	expectEveryReplica(g, db, tc, 3, 500500)
 	expectReplicationOverTLS(g, db, 3)
 	expectSessionWithoutTLSRefused(g, db)
+	if switches {
+		switchToProvidedCertificate(t, g, db)
+	}
 
 	scale(g, db, 4)
 	start = time.Now()
@@ -181,6 +187,50 @@ func scale(g Gomega, db *dbpilotv1alpha1.Database, replicas int32) {
 
 // readReplica reads the sum from a read-only replica: through the -ro
 // Service when pod is "", else from that pod.
+// switchToProvidedCertificate moves the running Database to the platform
+// team's own certificate (cert-manager's Secret for an intermediate issuer
+// of theirs): once the kubelet has updated the mounted Secret, every pod
+// serves it, verified against its ca.crt (the root, through the
+// intermediate the engines serve with it), with no pod restarted; the
+// replicas, the clients and the operator verify it from then on.
+func switchToProvidedCertificate(t *testing.T, g Gomega, db *dbpilotv1alpha1.Database) {
+	ctx := context.Background()
+	before := podRestarts(g, db)
+	createProvidedCertificate(g, db, "orders-cert")
+	g.Eventually(func() error {
+		if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(db), db); err != nil {
+			return err
+		}
+		db.Spec.TLS.ServerCertificateSecretName = "orders-cert"
+		return k8sClient.Update(ctx, db)
+	}, 10*time.Second, 200*time.Millisecond).Should(Succeed())
+	start := time.Now()
+	for i := range int(*db.Spec.Replicas) {
+		g.Eventually(func() error {
+			session, err := connectAppToPod(ctx, db, db.PodName(i))
+			if err == nil {
+				session.close()
+			}
+			return err
+		}, 3*time.Minute, time.Second).Should(Succeed(), "%s serves the user's certificate", db.PodName(i))
+	}
+	t.Logf("%s: every pod serves the user's certificate %.1fs after the switch", db.Spec.Engine, time.Since(start).Seconds())
+	g.Expect(podRestarts(g, db)).To(Equal(before), "no pod restarted for the new certificate")
+}
+
+// podRestarts is each pod's UID and its containers' restarts.
+func podRestarts(g Gomega, db *dbpilotv1alpha1.Database) map[string]int32 {
+	pods, err := clientset.CoreV1().Pods(db.Namespace).List(context.Background(), metav1.ListOptions{LabelSelector: labels.FormatLabels(db.SelectorLabels())})
+	g.Expect(err).NotTo(HaveOccurred())
+	restarts := map[string]int32{}
+	for _, pod := range pods.Items {
+		for _, status := range pod.Status.ContainerStatuses {
+			restarts[string(pod.UID)+"/"+status.Name] = status.RestartCount
+		}
+	}
+	return restarts
+}
+
 func readReplica(g Gomega, db *dbpilotv1alpha1.Database, tc replicationSQL, pod string) int {
 	ctx := context.Background()
 	var reader sqlSession
