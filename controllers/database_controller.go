@@ -145,7 +145,7 @@ func (r *DatabaseReconciler) Reconcile(ctx context.Context, req ctrl.Request) (r
 	}()
 
 	if db.Spec.Paused {
-		return ctrl.Result{}, r.observe(ctx, s)
+		return ctrl.Result{}, errors.Join(r.observe(ctx, s), r.observeServerCertificate(ctx, db))
 	}
 	return r.reconcileNormal(ctx, s)
 }

@@ -5,11 +5,13 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
+	"github.com/dbpilot/dbpilot/instance/layout"
 	"github.com/dbpilot/dbpilot/internal/pki"
 )
 
@@ -44,7 +46,7 @@ var (
 	}, []string{"namespace", "database", "engine"})
 	serverCertificateExpiry = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "dbpilot_server_certificate_expiry_timestamp_seconds",
-		Help: "When the server certificate a Database's pods serve (<name>-tls, dbpilot's or a copy of the user's) expires, in seconds since the epoch; absent while there is none.",
+		Help: "When the first certificate of the Secret a Database's pods mount (<name>-tls: the server certificate, dbpilot's or a copy of the user's, its intermediates and the authority's) expires, in seconds since the epoch; absent while there is none.",
 	}, []string{"namespace", "database"})
 	autopilotHolding = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "dbpilot_autopilot_holding",
@@ -96,7 +98,7 @@ func forgetDatabaseMetrics(key types.NamespacedName) {
 	databasePhases.forget(key)
 	setAutopilotHolding(key, "")
 	setBackupTimes(key, "", nil, nil)
-	setServerCertificateExpiry(key, nil)
+	setServerCertificateExpiry(key, &corev1.Secret{})
 	autopilotDecisions.DeletePartialMatch(prometheus.Labels{"namespace": key.Namespace, "database": key.Name})
 }
 
@@ -122,10 +124,12 @@ func setBackupTimes(key types.NamespacedName, engine dbpilotv1alpha1.Engine, suc
 }
 
 // setServerCertificateExpiry keeps
-// dbpilot_server_certificate_expiry_timestamp_seconds to the expiry of the
-// certificate the Database's pods serve (certPEM); none removes the series.
-func setServerCertificateExpiry(key types.NamespacedName, certPEM []byte) {
-	notAfter, err := pki.NotAfter(certPEM)
+// dbpilot_server_certificate_expiry_timestamp_seconds to the earliest
+// expiry among the certificates of the Secret the Database's pods mount
+// (served, its intermediates, the authority's); without one the series
+// goes.
+func setServerCertificateExpiry(key types.NamespacedName, secret *corev1.Secret) {
+	notAfter, err := pki.EarliestExpiry(secret.Data[layout.KeyTLSCert], secret.Data[layout.KeyCACert])
 	if err != nil {
 		serverCertificateExpiry.DeleteLabelValues(key.Namespace, key.Name)
 		return

@@ -20,7 +20,8 @@ import (
 // the Secret they mount: a copy of the user's when the spec names one
 // (reconcileProvidedCertificate), else one of the Database's own authority
 // (reconcileIssuedCertificate). dbpilot_server_certificate_expiry_timestamp_seconds
-// follows what the pods serve.
+// follows that Secret, which the pods serve once the kubelet has updated
+// their copies.
 func (r *DatabaseReconciler) reconcileTLS(ctx context.Context, s *scope) (ctrl.Result, error) {
 	db := s.db
 	now := r.clock().Now()
@@ -34,7 +35,7 @@ func (r *DatabaseReconciler) reconcileTLS(ctx context.Context, s *scope) (ctrl.R
 	} else {
 		result, err = r.reconcileIssuedCertificate(ctx, db, current, now)
 	}
-	setServerCertificateExpiry(client.ObjectKeyFromObject(db), current.Data[layout.KeyTLSCert])
+	setServerCertificateExpiry(client.ObjectKeyFromObject(db), current)
 	return result, err
 }
 
@@ -71,6 +72,17 @@ func (r *DatabaseReconciler) reconcileIssuedCertificate(ctx context.Context, db 
 	return ctrl.Result{RequeueAfter: pki.ServerValidity - pki.RenewBefore}, nil
 }
 
+// observeServerCertificate keeps the expiry metric of a Database dbpilot
+// changes nothing of (paused): its certificate expires all the same.
+func (r *DatabaseReconciler) observeServerCertificate(ctx context.Context, db *dbpilotv1alpha1.Database) error {
+	current, err := r.serverCertificate(ctx, db)
+	if err != nil {
+		return err
+	}
+	setServerCertificateExpiry(client.ObjectKeyFromObject(db), current)
+	return nil
+}
+
 // serverCertificate reads the Secret the pods mount; one without a name
 // when it does not exist.
 func (r *DatabaseReconciler) serverCertificate(ctx context.Context, db *dbpilotv1alpha1.Database) (*corev1.Secret, error) {
@@ -82,10 +94,10 @@ func (r *DatabaseReconciler) serverCertificate(ctx context.Context, db *dbpilotv
 	return secret, nil
 }
 
-// writeServerCertificate creates the Secret the pods mount as wanted
-// (the Database's creation says enough), or writes wanted's data into
-// current and records the Event format tells; current is then what was
-// written.
+// writeServerCertificate creates the Secret the pods mount as wanted (a
+// first certificate, which no pod has served yet), or writes wanted's data
+// into current and records the Event format tells; current is then what
+// was written.
 func (r *DatabaseReconciler) writeServerCertificate(ctx context.Context, db *dbpilotv1alpha1.Database, current, wanted *corev1.Secret, reason, action, format string, args ...any) error {
 	if current.Name == "" {
 		if err := r.Client.Create(ctx, wanted, client.FieldOwner(FieldOwner)); err != nil {

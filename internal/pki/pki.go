@@ -140,17 +140,25 @@ func ServerRenewal(server, authority KeyPair, names []string, now time.Time) (re
 	return "", renewAt
 }
 
-// NotAfter is when the first certificate of certPEM expires.
-func NotAfter(certPEM []byte) (time.Time, error) {
-	block, _ := pem.Decode(certPEM)
-	if block == nil || block.Type != "CERTIFICATE" {
+// EarliestExpiry is when the first of the certificates in the PEM
+// bundles expires: a chain stops verifying then.
+func EarliestExpiry(bundles ...[]byte) (time.Time, error) {
+	var earliest time.Time
+	for _, bundle := range bundles {
+		certs, err := certificates(bundle)
+		if err != nil {
+			return time.Time{}, err
+		}
+		for _, cert := range certs {
+			if earliest.IsZero() || cert.NotAfter.Before(earliest) {
+				earliest = cert.NotAfter
+			}
+		}
+	}
+	if earliest.IsZero() {
 		return time.Time{}, errors.New("no PEM certificate")
 	}
-	cert, err := x509.ParseCertificate(block.Bytes)
-	if err != nil {
-		return time.Time{}, err
-	}
-	return cert.NotAfter, nil
+	return earliest, nil
 }
 
 // certificateNames are the DNS names and IP addresses a certificate

@@ -27,7 +27,8 @@ type Validity struct {
 // authorityPEM (OpenSSL's clients, libpq's and MariaDB's, trust nothing
 // less), and carry every name in names: a DNS name it verifies for, a
 // wildcard ("*.") as it is. It returns the leaf's validity (zero when it
-// does not parse), or what is wrong in words that show no key material.
+// does not parse or does not pair with the key), and what is wrong in
+// words that show no key material.
 func ProvidedServer(server KeyPair, authorityPEM []byte, names []string, now time.Time) (Validity, string) {
 	pair, err := tls.X509KeyPair(server.CertPEM, server.KeyPEM)
 	if err != nil {

@@ -162,3 +162,20 @@ func TestProvidedServerNamesWhatIsWrong(t *testing.T) {
 		t.Errorf("a good certificate refused: %s", problem)
 	}
 }
+
+func TestEarliestExpiryReadsEveryCertificate(t *testing.T) {
+	ca := authority(t)
+	pair := server(t, ca, names, now)
+	// The authority comes first but expires last.
+	earliest, err := EarliestExpiry(ca.CertPEM, pair.CertPEM)
+	if err != nil || !earliest.Equal(now.Add(ServerValidity)) {
+		t.Errorf("earliest %s (%v), want the server certificate's %s", earliest, err, now.Add(ServerValidity))
+	}
+	leaf, intermediate, root := cmChain(t, leafOptions{dnsNames: required})
+	if earliest, err := EarliestExpiry(withChain(leaf, intermediate).CertPEM, root); err != nil || !earliest.Equal(now.Add(60*24*time.Hour)) {
+		t.Errorf("earliest of a chain %s (%v), want the leaf's", earliest, err)
+	}
+	if _, err := EarliestExpiry(nil, []byte("no PEM")); err == nil {
+		t.Error("no certificate at all, and no error")
+	}
+}

@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
 	"github.com/dbpilot/dbpilot/instance/layout"
@@ -92,6 +93,20 @@ func TestServerCertificateIssuedAndRenewed(t *testing.T) {
 	written := authority.ResourceVersion
 	g.Eventually(func(g Gomega) { serverCertificate(g, db, own.CertPEM) }, convergeTimeout, pollInterval).Should(Succeed())
 	g.Consistently(func(g Gomega) string { return authorityOf(g, db).ResourceVersion }, 3*time.Second, pollInterval).Should(Equal(written))
+
+	// Paused, nothing is renewed, but the expiry metric still follows the
+	// certificate the pods mount, for the alert to warn.
+	update(g, db, func(db *dbpilotv1alpha1.Database) { db.Spec.Paused = true })
+	g.Eventually(func(g Gomega) dbpilotv1alpha1.Phase { fetch(g, db); return db.Status.Phase }, convergeTimeout, pollInterval).
+		Should(Equal(dbpilotv1alpha1.PhasePaused))
+	soon, err := pki.IssueServer(own, db.ServerNames(), time.Now().Add(10*24*time.Hour-pki.ServerValidity))
+	g.Expect(err).NotTo(HaveOccurred())
+	setServerCertificate(g, db, soon)
+	soonCert := serverCertificate(g, db, own.CertPEM)
+	g.Eventually(func(g Gomega) float64 { return certificateExpiry(g, db) }, convergeTimeout, pollInterval).
+		Should(Equal(float64(soonCert.NotAfter.Unix())))
+	g.Consistently(func(g Gomega) time.Time { return serverCertificate(g, db, own.CertPEM).NotAfter }, 3*time.Second, pollInterval).
+		Should(Equal(soonCert.NotAfter), "a paused Database's certificate is not renewed")
 }
 
 // TestOwnAuthorityBeforeTheDatabase creates the certificate authority's
@@ -145,7 +160,7 @@ func TestProvidedServerCertificate(t *testing.T) {
 	g.Expect(k8sClient.Create(ctx, db)).To(Succeed())
 	expectCertificateProblem(g, db, "spec.tls.serverCertificateSecretName: Secret billing-cert does not exist")
 	expectNoServerCertificate(g, db)
-	g.Expect(certificateExpiry(g, db)).To(BeZero(), "no expiry while no certificate is served")
+	g.Expect(certificateExpirySeries(g, db)).To(BeZero(), "no expiry series while no certificate is served")
 
 	// An ACME issuer's Secret: no ca.crt.
 	ca, err := pki.NewAuthority("the user's issuer", time.Now())
@@ -177,14 +192,17 @@ func TestProvidedServerCertificate(t *testing.T) {
 	err = k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: db.CertificateAuthoritySecretName()}, &corev1.Secret{})
 	g.Expect(apierrors.IsNotFound(err)).To(BeTrue(), "no authority of dbpilot's beside the user's: %v", err)
 
-	// cert-manager renews it: the copy follows, and says so.
-	renewed, err := pki.IssueServer(ca, db.ServerNames(), time.Now())
+	// cert-manager renews it (issued an hour apart, so it expires at
+	// another second): the copy follows, and says so.
+	renewed, err := pki.IssueServer(ca, db.ServerNames(), time.Now().Add(-time.Hour))
 	g.Expect(err).NotTo(HaveOccurred())
 	provided.Data[layout.KeyTLSCert], provided.Data[layout.KeyTLSKey] = renewed.CertPEM, renewed.KeyPEM
 	g.Expect(k8sClient.Update(ctx, provided)).To(Succeed())
 	written := provided.ResourceVersion
 	g.Eventually(func(g Gomega) {
-		g.Expect(serverCertificate(g, db, ca.CertPEM).Raw).To(Equal(pemBytes(g, renewed.CertPEM)))
+		copied := serverCertificate(g, db, ca.CertPEM)
+		g.Expect(copied.Raw).To(Equal(pemBytes(g, renewed.CertPEM)))
+		g.Expect(certificateExpiry(g, db)).To(Equal(float64(copied.NotAfter.Unix())))
 		g.Expect(eventNotes(g, db)).To(ContainElement("Copied the server certificate of Secret billing-cert into Secret billing-tls"))
 	}, convergeTimeout, pollInterval).Should(Succeed())
 	g.Consistently(func(g Gomega) string {
@@ -276,6 +294,29 @@ func expectNoServerCertificate(g Gomega, db *dbpilotv1alpha1.Database) {
 // of the Database; 0 when absent.
 func certificateExpiry(g Gomega, db *dbpilotv1alpha1.Database) float64 {
 	return gathered(g, "dbpilot_server_certificate_expiry_timestamp_seconds", map[string]string{"namespace": db.Namespace, "database": db.Name})
+}
+
+// certificateExpirySeries counts the Database's series of
+// dbpilot_server_certificate_expiry_timestamp_seconds.
+func certificateExpirySeries(g Gomega, db *dbpilotv1alpha1.Database) int {
+	families, err := ctrlmetrics.Registry.Gather()
+	g.Expect(err).NotTo(HaveOccurred())
+	count := 0
+	for _, family := range families {
+		if family.GetName() != "dbpilot_server_certificate_expiry_timestamp_seconds" {
+			continue
+		}
+		for _, metric := range family.GetMetric() {
+			labels := map[string]string{}
+			for _, pair := range metric.GetLabel() {
+				labels[pair.GetName()] = pair.GetValue()
+			}
+			if labels["namespace"] == db.Namespace && labels["database"] == db.Name {
+				count++
+			}
+		}
+	}
+	return count
 }
 
 // pemBytes decodes one PEM block.

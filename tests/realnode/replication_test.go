@@ -125,6 +125,9 @@ func testReplicasServeReads(t *testing.T, tc replicationSQL) {
 	expectInstances(g, db, 4)
 	g.Expect(writer.exec(ctx, tc.more)).To(Succeed())
 	expectEveryReplica(g, db, tc, 4, 2001000)
+	// The new replica's stream too: (PostgreSQL) verified against the
+	// user's certificate from its clone on.
+	expectReplicationOverTLS(g, db, 4)
 
 	// A deleted replica pod comes back on its volume and replicates again,
 	// without cloning the primary anew.
@@ -185,17 +188,16 @@ func scale(g Gomega, db *dbpilotv1alpha1.Database, replicas int32) {
 	}, 10*time.Second, 200*time.Millisecond).Should(Succeed())
 }
 
-// readReplica reads the sum from a read-only replica: through the -ro
-// Service when pod is "", else from that pod.
 // switchToProvidedCertificate moves the running Database to the platform
 // team's own certificate (cert-manager's Secret for an intermediate issuer
 // of theirs): once the kubelet has updated the mounted Secret, every pod
 // serves it, verified against its ca.crt (the root, through the
-// intermediate the engines serve with it), with no pod restarted; the
-// replicas, the clients and the operator verify it from then on.
+// intermediate the engines serve with it), with no pod, container or
+// PostgreSQL server restarted; the replicas, the clients and the operator
+// verify it from then on.
 func switchToProvidedCertificate(t *testing.T, g Gomega, db *dbpilotv1alpha1.Database) {
 	ctx := context.Background()
-	before := podRestarts(g, db)
+	before, started := podRestarts(g, db), postmasterStarts(g, db)
 	createProvidedCertificate(g, db, "orders-cert")
 	g.Eventually(func() error {
 		if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(db), db); err != nil {
@@ -216,6 +218,23 @@ func switchToProvidedCertificate(t *testing.T, g Gomega, db *dbpilotv1alpha1.Dat
 	}
 	t.Logf("%s: every pod serves the user's certificate %.1fs after the switch", db.Spec.Engine, time.Since(start).Seconds())
 	g.Expect(podRestarts(g, db)).To(Equal(before), "no pod restarted for the new certificate")
+	g.Expect(postmasterStarts(g, db)).To(Equal(started), "no PostgreSQL server restarted for the new certificate")
+}
+
+// postmasterStarts is when each pod's PostgreSQL server started, in
+// seconds since the epoch.
+func postmasterStarts(g Gomega, db *dbpilotv1alpha1.Database) map[string]int {
+	ctx := context.Background()
+	starts := map[string]int{}
+	for i := range int(*db.Spec.Replicas) {
+		session, err := connectAppToPod(ctx, db, db.PodName(i))
+		g.Expect(err).NotTo(HaveOccurred())
+		started, err := session.queryInt(ctx, "SELECT extract(epoch FROM pg_postmaster_start_time())::int")
+		session.close()
+		g.Expect(err).NotTo(HaveOccurred())
+		starts[db.PodName(i)] = started
+	}
+	return starts
 }
 
 // podRestarts is each pod's UID and its containers' restarts.
@@ -231,6 +250,8 @@ func podRestarts(g Gomega, db *dbpilotv1alpha1.Database) map[string]int32 {
 	return restarts
 }
 
+// readReplica reads the sum from a read-only replica: through the -ro
+// Service when pod is "", else from that pod.
 func readReplica(g Gomega, db *dbpilotv1alpha1.Database, tc replicationSQL, pod string) int {
 	ctx := context.Background()
 	var reader sqlSession
