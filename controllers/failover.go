@@ -103,10 +103,8 @@ func (r *DatabaseReconciler) failOver(ctx context.Context, s *scope) (time.Durat
 	case answers && report.Role == layout.RoleReplica:
 		// Designated, but a replica: a move another pass started, or a
 		// Database re-created on volumes a failover had left this way.
-		if d.Reason == designation.ReasonSwitchover && s.instances[d.FormerPrimary].Role == layout.RolePrimary {
-			// The former primary still takes writes: it is promoted only
-			// once it has stopped (its demotion, or its own watcher).
-			return failoverPoll, nil
+		if d.Reason == designation.ReasonSwitchover {
+			return r.finishSwitchover(ctx, s, report, now)
 		}
 		return failoverPoll, r.promote(ctx, s, d.Primary)
 	}
@@ -222,6 +220,37 @@ func (r *DatabaseReconciler) settle(ctx context.Context, s *scope, now time.Time
 	}
 	r.Recorder.Eventf(s.db, nil, corev1.EventTypeNormal, reason, "FailOver", "%s", message)
 	return nil
+}
+
+// finishSwitchover goes on with a switchover another pass started, whose
+// target (report) is still a replica: not before the former primary has
+// stopped taking writes (its demotion, or its own watcher), then as
+// completeSwitchover decides.
+func (r *DatabaseReconciler) finishSwitchover(ctx context.Context, s *scope, report layout.InstanceStatus, now time.Time) (time.Duration, error) {
+	d, db := s.designation, s.db
+	former, formerAnswers := s.instances[d.FormerPrimary]
+	if formerAnswers && former.Role == layout.RolePrimary {
+		return failoverPoll, nil
+	}
+	step, wait := completeSwitchover(db.Spec.Engine, report, former, formerAnswers, d.DesignatedAt, now, db.FailoverDelay())
+	switch step {
+	case switchoverWait:
+		return wait, nil
+	case switchoverRevert:
+		next, err := designation.Move(ctx, r.Client, *d, d.FormerPrimary, designation.ReasonSwitchover, now, now)
+		if apierrors.IsConflict(err) {
+			return failoverPoll, nil
+		}
+		if err != nil {
+			return 0, fmt.Errorf("designating %s the primary again: %w", d.FormerPrimary, err)
+		}
+		s.designation = &next
+		r.Recorder.Eventf(db, nil, corev1.EventTypeWarning, dbpilotv1alpha1.EventReasonSwitchoverReverted, "SwitchOver",
+			"Switchover to %s abandoned: it holds the WAL (binary log) up to %s, the former primary %s up to %s, which it can no longer receive; %s is the primary again and nothing committed is lost",
+			d.Primary, report.Position, d.FormerPrimary, former.Position, d.FormerPrimary)
+		return failoverPoll, nil
+	}
+	return failoverPoll, r.promote(ctx, s, d.Primary)
 }
 
 // promote asks the designated replica's instance program to become the

@@ -96,6 +96,10 @@ const (
 	EventReasonSwitchingOver     = "SwitchingOver"
 	EventReasonSwitchedOver      = "SwitchedOver"
 	EventReasonSwitchoverRefused = "SwitchoverRefused"
+	// EventReasonSwitchoverReverted: a switchover whose target missed the
+	// end of the former primary's WAL (binary log) was abandoned, and the
+	// former primary designated again.
+	EventReasonSwitchoverReverted = "SwitchoverReverted"
 	// EventReasonFenced and EventReasonUnfenced: an instance's engine was
 	// stopped, or started again, by the dbpilot.io/fenced annotation.
 	EventReasonFenced   = "Fenced"
