@@ -7,6 +7,7 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
+	dto "github.com/prometheus/client_model/go"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/utils/ptr"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -187,9 +188,19 @@ func TestAutopilotScalesWithinBounds(t *testing.T) {
 // gathered sums the series of a family in the registry the operators of
 // this process serve on their metrics endpoint whose labels include these.
 func gathered(g Gomega, name string, labels map[string]string) float64 {
+	sum := 0.0
+	for _, metric := range gatheredSeries(g, name, labels) {
+		sum += metric.GetGauge().GetValue() + metric.GetCounter().GetValue()
+	}
+	return sum
+}
+
+// gatheredSeries are the series of a family in that registry whose labels
+// include these.
+func gatheredSeries(g Gomega, name string, labels map[string]string) []*dto.Metric {
 	families, err := ctrlmetrics.Registry.Gather()
 	g.Expect(err).NotTo(HaveOccurred())
-	sum := 0.0
+	var matching []*dto.Metric
 	for _, family := range families {
 		if family.GetName() != name {
 			continue
@@ -205,8 +216,8 @@ func gathered(g Gomega, name string, labels map[string]string) float64 {
 					continue series
 				}
 			}
-			sum += metric.GetGauge().GetValue() + metric.GetCounter().GetValue()
+			matching = append(matching, metric)
 		}
 	}
-	return sum
+	return matching
 }

@@ -12,7 +12,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
 	"github.com/dbpilot/dbpilot/instance/layout"
@@ -299,24 +298,7 @@ func certificateExpiry(g Gomega, db *dbpilotv1alpha1.Database) float64 {
 // certificateExpirySeries counts the Database's series of
 // dbpilot_server_certificate_expiry_timestamp_seconds.
 func certificateExpirySeries(g Gomega, db *dbpilotv1alpha1.Database) int {
-	families, err := ctrlmetrics.Registry.Gather()
-	g.Expect(err).NotTo(HaveOccurred())
-	count := 0
-	for _, family := range families {
-		if family.GetName() != "dbpilot_server_certificate_expiry_timestamp_seconds" {
-			continue
-		}
-		for _, metric := range family.GetMetric() {
-			labels := map[string]string{}
-			for _, pair := range metric.GetLabel() {
-				labels[pair.GetName()] = pair.GetValue()
-			}
-			if labels["namespace"] == db.Namespace && labels["database"] == db.Name {
-				count++
-			}
-		}
-	}
-	return count
+	return len(gatheredSeries(g, "dbpilot_server_certificate_expiry_timestamp_seconds", map[string]string{"namespace": db.Namespace, "database": db.Name}))
 }
 
 // pemBytes decodes one PEM block.
