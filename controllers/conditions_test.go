@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
+	"github.com/dbpilot/dbpilot/controllers/desired"
 )
 
 var testNow = metav1.NewTime(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))
@@ -174,12 +175,12 @@ func TestBuildConditionsKeepsTransitionTimes(t *testing.T) {
 func TestMissingKeysProblemNamesKeysNotValues(t *testing.T) {
 	secret := &corev1.Secret{Data: map[string][]byte{"username": []byte("app"), "password": []byte("hunter2-value")}}
 	secret.Name = "creds"
-	got := missingKeysProblem(secret)
+	got := missingKeysProblem(secret, desired.CredentialKeys)
 	if got != "Secret creds lacks the keys superuser-password" {
 		t.Errorf("problem = %q", got)
 	}
 	secret.Data["superuser-password"] = []byte("x")
-	if got := missingKeysProblem(secret); got != "" {
+	if got := missingKeysProblem(secret, desired.CredentialKeys); got != "" {
 		t.Errorf("complete Secret reported as %q", got)
 	}
 }

@@ -107,7 +107,7 @@ func (r *DatabaseReconciler) reconcileCredentials(ctx context.Context, s *scope)
 			}
 			return ctrl.Result{}, fmt.Errorf("reading credentials Secret: %w", err)
 		}
-		if problem := missingKeysProblem(secret); problem != "" {
+		if problem := missingKeysProblem(secret, desired.CredentialKeys); problem != "" {
 			s.credentialsProblem = "spec.credentialsSecretName: " + problem
 		}
 		return ctrl.Result{}, nil
@@ -134,7 +134,7 @@ func (r *DatabaseReconciler) reconcileCredentials(ctx context.Context, s *scope)
 		}
 		return ctrl.Result{}, nil
 	}
-	s.credentialsProblem = missingKeysProblem(secret)
+	s.credentialsProblem = missingKeysProblem(secret, desired.CredentialKeys)
 	return ctrl.Result{}, nil
 }
 
@@ -166,10 +166,10 @@ func (r *DatabaseReconciler) createOrReadSecret(ctx context.Context, key client.
 	return secret, false, nil
 }
 
-// missingKeysProblem names the credential keys the Secret lacks.
-func missingKeysProblem(secret *corev1.Secret) string {
+// missingKeysProblem names the keys of keys the Secret lacks, sorted.
+func missingKeysProblem(secret *corev1.Secret, keys []string) string {
 	var missing []string
-	for _, key := range desired.CredentialKeys {
+	for _, key := range keys {
 		if len(secret.Data[key]) == 0 {
 			missing = append(missing, key)
 		}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -37,14 +36,8 @@ func (r *DatabaseReconciler) reconcileProvidedCertificate(ctx context.Context, s
 		}
 		return ctrl.Result{}, fmt.Errorf("%s: reading it: %w", field, err)
 	}
-	var missing []string
-	for _, key := range []string{layout.KeyTLSCert, layout.KeyTLSKey, layout.KeyCACert} {
-		if len(secret.Data[key]) == 0 {
-			missing = append(missing, key)
-		}
-	}
-	if len(missing) > 0 {
-		s.tlsProblem = fmt.Sprintf("%s lacks the keys %s", field, strings.Join(missing, ", "))
+	if problem := missingKeysProblem(secret, []string{layout.KeyTLSCert, layout.KeyTLSKey, layout.KeyCACert}); problem != "" {
+		s.tlsProblem = "spec.tls.serverCertificateSecretName: " + problem
 		return ctrl.Result{}, nil
 	}
 	pair := pki.KeyPair{CertPEM: secret.Data[layout.KeyTLSCert], KeyPEM: secret.Data[layout.KeyTLSKey]}
