@@ -213,7 +213,7 @@ demo-autopilot: controlplane manifests deps ## Watch the auto-pilot scale a Data
 	$(GO) run ./hack/demo-autopilot $(DEMO_FLAGS)
 
 .PHONY: bench-autopilot
-bench-autopilot: ## Replay the trace suite through the auto-pilot, the HPA baseline and the flap-free oracle (charts in out/autopilot/), in the default and every shipped world (the noisy one also over 16 noise seeds), and time a 10,000-Database cycle.
+bench-autopilot: ## Replay the trace suite through the auto-pilot, the HPA baseline and the flap-free oracles (charts in out/autopilot/), in the default and every shipped world (the noisy one also over 16 noise seeds), and time a 10,000-Database cycle.
 	mkdir -p out/autopilot
 	$(GO) run ./autopilot/cmd/sim --charts out/autopilot
 	@for world in autopilot/sim/testdata/worlds/*.json; do echo "world $$(basename $$world .json):"; $(GO) run ./autopilot/cmd/sim --world $$world | tail -3; done

@@ -3,11 +3,12 @@ package sim
 import "fmt"
 
 // Comparison is the auto-pilot's, the HPA's and the HPA with a VPA's results
-// on the same traces, and the oracle's cost: a floor under what any
-// controller that neither flaps nor overloads can cost there.
+// on the same traces, and the oracle's costs: floors under what any
+// controller that never flaps can cost there with every pod within the
+// HPA's tolerance (OracleCost), or at its target (OracleAtTargetCost).
 type Comparison struct {
-	Autopilot, HPA, HPAVPA Result
-	OracleCost             float64
+	Autopilot, HPA, HPAVPA         Result
+	OracleCost, OracleAtTargetCost float64
 	// Dominated counts the traces on which the HPA had both less overload
 	// and less cost than the auto-pilot.
 	Dominated int
@@ -15,7 +16,10 @@ type Comparison struct {
 
 // Compare replays one trace through the three controllers.
 func Compare(trace Trace, cfg Config) Comparison {
-	c := Comparison{Autopilot: RunAutopilot(trace, cfg), HPA: RunHPA(trace, cfg), HPAVPA: RunHPAVPA(trace, cfg), OracleCost: OracleCost(trace, cfg)}
+	c := Comparison{
+		Autopilot: RunAutopilot(trace, cfg), HPA: RunHPA(trace, cfg), HPAVPA: RunHPAVPA(trace, cfg),
+		OracleCost: OracleCost(trace, cfg, WithinTolerance), OracleAtTargetCost: OracleCost(trace, cfg, AtTarget),
+	}
 	if c.HPA.OverloadPodSeconds < c.Autopilot.OverloadPodSeconds && c.HPA.Cost < c.Autopilot.Cost {
 		c.Dominated = 1
 	}
@@ -48,7 +52,7 @@ func (c Comparison) Add(o Comparison) Comparison {
 	}
 	return Comparison{
 		Autopilot: add(c.Autopilot, o.Autopilot), HPA: add(c.HPA, o.HPA), HPAVPA: add(c.HPAVPA, o.HPAVPA),
-		Dominated: c.Dominated + o.Dominated, OracleCost: c.OracleCost + o.OracleCost,
+		Dominated: c.Dominated + o.Dominated, OracleCost: c.OracleCost + o.OracleCost, OracleAtTargetCost: c.OracleAtTargetCost + o.OracleAtTargetCost,
 	}
 }
 
@@ -71,13 +75,19 @@ func (c Comparison) OverloadRatio() float64 {
 // CostRatio is the auto-pilot's cost over the HPA's.
 func (c Comparison) CostRatio() float64 { return c.Autopilot.Cost / c.HPA.Cost }
 
-// OracleLine compares the oracle with the HPA, and the auto-pilot with the
-// oracle: how much cheaper than the HPA a controller could be without a
-// flap or an overloaded pod, knowing the future and changing size
-// instantly, and how far above that floor the auto-pilot is.
+// OracleLine compares both oracles with the HPA, and the auto-pilot with
+// them: how much cheaper than the HPA a controller could be without a flap
+// or an overloaded pod, knowing the future and changing size instantly,
+// with every pod within the HPA's tolerance or at its target, and how far
+// above each floor the auto-pilot is.
 func (c Comparison) OracleLine() string {
-	return fmt.Sprintf("oracle/hpa cost_ratio=%.3f autopilot/oracle cost_ratio=%.3f", c.OracleCost/c.HPA.Cost, c.Autopilot.Cost/c.OracleCost)
+	return fmt.Sprintf("oracle/hpa cost_ratio=%.3f autopilot/oracle cost_ratio=%.3f oracle_at_target/hpa cost_ratio=%.3f autopilot/oracle_at_target cost_ratio=%.3f",
+		c.OracleCost/c.HPA.Cost, c.Autopilot.Cost/c.OracleCost, c.OracleAtTargetCost/c.HPA.Cost, c.Autopilot.Cost/c.OracleAtTargetCost)
 }
+
+// OracleAtTargetRatio is the oracle at target's cost over the HPA's: the
+// least cost ratio a flap-free controller that keeps the target can reach.
+func (c Comparison) OracleAtTargetRatio() float64 { return c.OracleAtTargetCost / c.HPA.Cost }
 
 // Summary is the final two lines of the simulator's output: the auto-pilot
 // against the HPA, and against the HPA with a VPA.

@@ -7,12 +7,21 @@ import (
 	"github.com/dbpilot/dbpilot/autopilot"
 )
 
-// The oracle's rule for a size that serves a load: the pods' average CPU
-// within the HPA's target and its tolerance (70 % and 10 %), and no pod
-// above 95 % of its cores.
-const (
-	oracleAverage = hpaTarget * (1 + hpaTolerance)
-	oracleHottest = 0.95
+// OracleRule is what a size must hold every pod to for the oracle to count
+// it as serving a load: the pods' average CPU at most Average, and no pod
+// above Hottest, as shares of their cores.
+type OracleRule struct {
+	Average, Hottest float64
+}
+
+var (
+	// WithinTolerance is the laxest rule the HPA leaves alone: its target
+	// and its tolerance (70 % and 10 %: 77 % on average), no pod above 95 %.
+	WithinTolerance = OracleRule{Average: hpaTarget * (1 + hpaTolerance), Hottest: 0.95}
+	// AtTarget is the rule the HPA sizes for when it scales: its target
+	// itself (70 % on average), no pod above 95 %. A controller that keeps
+	// the owner's target cannot cost less than the oracle under this rule.
+	AtTarget = OracleRule{Average: hpaTarget, Hottest: 0.95}
 )
 
 // Directions of the oracle's last change.
@@ -23,7 +32,7 @@ const (
 )
 
 // OracleCost is a floor under the cost of any controller that never flaps
-// and keeps every pod within the oracle's rule: the cheapest run of sizes
+// and keeps every pod within rule: the cheapest run of sizes
 // within Bounds, from the start size, that serves the whole trace so, found
 // knowing the trace in advance and with every change instant (no clone, no
 // restart, no metrics delay). A change of direction within the flap window
@@ -32,7 +41,7 @@ const (
 //
 // It is a dynamic program over states (size, direction of the last change,
 // intervals since it, capped at the flap window).
-func OracleCost(trace Trace, cfg Config) float64 {
+func OracleCost(trace Trace, cfg Config, rule OracleRule) float64 {
 	w := newWorld(cfg)
 	sizes := oracleSizes()
 	window := int(math.Ceil(cfg.FlapWindow.Seconds() / cfg.Interval.Seconds()))
@@ -52,7 +61,7 @@ func OracleCost(trace Trace, cfg Config) float64 {
 	dt := cfg.Interval.Seconds()
 	for t := 0.0; t <= trace.Duration(); t += dt {
 		load, _ := trace.At(t)
-		serving := oracleServing(w, sizes, load)
+		serving := oracleServing(w, sizes, load, rule)
 		fill(mayGrow, math.Inf(1))
 		fill(mayShrink, math.Inf(1))
 		for i := range sizes {
@@ -125,16 +134,16 @@ func oracleSizes() []autopilot.Size {
 	return sizes
 }
 
-// oracleServing says which sizes serve load within the oracle's rule, by
-// the world's own demand; when none does, the biggest.
-func oracleServing(w *world, sizes []autopilot.Size, load autopilot.Load) []bool {
+// oracleServing says which sizes serve load within rule, by the world's own
+// demand; when none does, the biggest.
+func oracleServing(w *world, sizes []autopilot.Size, load autopilot.Load, rule OracleRule) []bool {
 	serving := make([]bool, len(sizes))
 	some := false
 	for i, s := range sizes {
 		primary, replica := w.cpuDemand(load, s.Replicas, true)
 		cores, n := podCores(s.Tier), float64(s.Replicas)
 		average := (primary + (n-1)*replica) / n / cores
-		serving[i] = average <= oracleAverage && primary/cores <= oracleHottest && replica/cores <= oracleHottest
+		serving[i] = average <= rule.Average && primary/cores <= rule.Hottest && replica/cores <= rule.Hottest
 		some = some || serving[i]
 	}
 	if !some {

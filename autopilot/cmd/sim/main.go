@@ -74,14 +74,14 @@ func main() {
 
 	cfg := sim.ConfigFor(world)
 	table := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(table, "trace\toverload autopilot\toverload hpa\toverload hpa+vpa\tcost autopilot\tcost hpa\tcost hpa+vpa\tcost oracle\tflaps autopilot\tflaps hpa\tchanges autopilot\tchanges hpa\twrite-unavailable s autopilot\twrite-unavailable s hpa+vpa\trestarts autopilot\tswitchovers autopilot\t")
+	fmt.Fprintln(table, "trace\toverload autopilot\toverload hpa\toverload hpa+vpa\tcost autopilot\tcost hpa\tcost hpa+vpa\tcost oracle\tcost oracle at target\tflaps autopilot\tflaps hpa\tchanges autopilot\tchanges hpa\twrite-unavailable s autopilot\twrite-unavailable s hpa+vpa\trestarts autopilot\tswitchovers autopilot\t")
 	var total sim.Comparison
 	for _, trace := range traces {
 		cmp := sim.Compare(trace, cfg)
 		total = total.Add(cmp)
-		fmt.Fprintf(table, "%s\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%d\t%d\t%d\t%d\t%.0f\t%.0f\t%d\t%d\t\n", trace.Name,
+		fmt.Fprintf(table, "%s\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%.0f\t%d\t%d\t%d\t%d\t%.0f\t%.0f\t%d\t%d\t\n", trace.Name,
 			cmp.Autopilot.OverloadPodSeconds, cmp.HPA.OverloadPodSeconds, cmp.HPAVPA.OverloadPodSeconds,
-			cmp.Autopilot.Cost, cmp.HPA.Cost, cmp.HPAVPA.Cost, cmp.OracleCost,
+			cmp.Autopilot.Cost, cmp.HPA.Cost, cmp.HPAVPA.Cost, cmp.OracleCost, cmp.OracleAtTargetCost,
 			cmp.Autopilot.Flaps, cmp.HPA.Flaps, cmp.Autopilot.Changes, cmp.HPA.Changes,
 			cmp.Autopilot.WriteUnavailableSeconds, cmp.HPAVPA.WriteUnavailableSeconds, cmp.Autopilot.Restarts, cmp.Autopilot.Switchovers)
 		if *chartDir != "" {
