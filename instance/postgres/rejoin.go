@@ -103,7 +103,7 @@ func (e *Engine) rewindToReplica(ctx context.Context, creds instance.Credentials
 	if err := e.rewind(ctx, creds, log); err != nil {
 		return err
 	}
-	if err := e.writeStandbyConfig(); err != nil {
+	if err := e.writeStandbyConfig(ctx); err != nil {
 		return fmt.Errorf("making the former primary's data a replica's: %w", err)
 	}
 	return nil

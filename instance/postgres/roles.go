@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/dbpilot/dbpilot/instance"
 	"github.com/dbpilot/dbpilot/instance/layout"
@@ -65,7 +66,7 @@ func (e *Engine) Demote(ctx context.Context, stop func() error) (string, error) 
 	if err := stop(); err != nil {
 		return "", err
 	}
-	if err := e.writeStandbyConfig(); err != nil {
+	if err := e.writeStandbyConfig(ctx); err != nil {
 		return "", err
 	}
 	control, err := e.controlData(ctx)
@@ -82,7 +83,7 @@ var standbySettings = []string{"primary_conninfo", "primary_slot_name"}
 // writeStandbyConfig makes the stopped data directory a replica's: the
 // standby signal, and the primary's address and this instance's slot in
 // postgresql.auto.conf (mode 0600, like the rest of PGDATA).
-func (e *Engine) writeStandbyConfig() error {
+func (e *Engine) writeStandbyConfig(ctx context.Context) error {
 	r := e.Replication
 	if r.PrimaryHost == "" {
 		return errors.New("a replica needs the primary's host")
@@ -92,12 +93,33 @@ func (e *Engine) writeStandbyConfig() error {
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
-	// The primary it follows next may not serve TLS yet: libpq's default
-	// until SecureReplication finds it does.
-	if err := os.WriteFile(path, []byte(StandbyConfig(string(existing), r, "")), 0o600); err != nil {
+	if err := os.WriteFile(path, []byte(StandbyConfig(string(existing), r, e.standbySSLMode(ctx))), 0o600); err != nil {
 		return err
 	}
 	return os.WriteFile(filepath.Join(e.DataDir, standbySignal), nil, 0o600)
+}
+
+// standbyProbeTimeout bounds asking the primary a replica follows next
+// whether it serves a verified certificate: a demotion asks it while
+// writes wait.
+const standbyProbeTimeout = 2 * time.Second
+
+// standbySSLMode is the sslmode a replica's first connection to the primary
+// it follows next uses: verify-full when that primary serves a certificate
+// of the Database's authority now, so the replica needs no reconnection
+// to verify it (the reload that SecureReplication makes restarts the WAL
+// receiver, and a switchover waiting for this replica to catch up then
+// waits for the reconnection); when it does not, or does not answer yet,
+// TLS unverified (prefer, libpq's default), until SecureReplication finds
+// it does.
+func (e *Engine) standbySSLMode(ctx context.Context) string {
+	ctx, cancel := context.WithTimeout(ctx, standbyProbeTimeout)
+	defer cancel()
+	mode, err := e.Replication.sslMode(ctx, e.Replication.PrimaryHost)
+	if err != nil {
+		return sslPrefer
+	}
+	return mode
 }
 
 // StandbyConfig is postgresql.auto.conf with the standby settings of r in

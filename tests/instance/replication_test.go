@@ -202,6 +202,10 @@ const recloneMessage = "cloning the primary again"
 // diverged replica or a former primary back to its primary's history.
 const rewoundMessage = "pg_rewind done"
 
+// secureReplicationMessage is what the instance program logs when it has a
+// running replica reconnect to verify its primary's certificate.
+const secureReplicationMessage = "replication now verifies the primary's certificate"
+
 // checkLagBound pauses the replica's replay while the primary writes: past
 // the replica's 2 s bound it is not ready, and once replay resumes it is
 // again.

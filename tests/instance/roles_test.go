@@ -27,7 +27,9 @@ func (p *program) post(t testing.TB, path, token string, body any) (int, string)
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	resp, err := (&http.Client{Timeout: 3 * time.Minute}).Do(req)
+	client := *p.client
+	client.Timeout = 3 * time.Minute
+	resp, err := client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,14 +64,18 @@ func designate(t testing.TB, u osUser, dir, primary string, epoch int) {
 // it without a new clone), a failover while the former primary still ran
 // (it demotes itself when its designation names another, and is rewound
 // because it wrote what the new primary never received), and a failover
-// from a crashed primary (rewound, crash recovery included). Promotion and
-// demotion need the replication password; an empty data directory
-// designated the primary after a failover is refused.
+// from a crashed primary (rewound, crash recovery included), all with
+// TLS: each instance that becomes a replica in place verifies its primary's
+// certificate from its first connection. Promotion and demotion need the
+// replication password; an empty data directory designated the primary
+// after a failover is refused.
 func TestPostgresRolesMove(t *testing.T) {
 	pg := lookup(t, "postgres")
 	ctx := context.Background()
 	path := "/usr/lib/postgresql/15/bin:/usr/bin:/bin"
 	ports, args, designations := map[string]int{}, map[string][]string{}, map[string]string{}
+	// Both serve the same certificate, as every pod of a Database does.
+	certs := newCertificates(t, pg)
 	for _, name := range []string{"db-0", "db-1"} {
 		dir := pg.workDir(t)
 		creds := pg.mkdir(t, filepath.Join(dir, "credentials"))
@@ -85,7 +91,7 @@ func TestPostgresRolesMove(t *testing.T) {
 			"--config-file=" + filepath.Join(dir, "postgresql.conf"), "--socket=" + sockets,
 			"--port=" + strconv.Itoa(ports[name]), "--credentials-dir=" + creds,
 			"--instance-name=" + name, "--replication-password-file=" + filepath.Join(dir, "replication-password"),
-			"--designation-dir=" + designations[name], "--clone-from=127.0.0.1"}
+			"--designation-dir=" + designations[name], "--clone-from=127.0.0.1", "--tls-dir=" + certs.dir}
 	}
 	// following is an instance's arguments with the primary it follows.
 	following := func(name, primary string) []string {
@@ -135,6 +141,32 @@ func TestPostgresRolesMove(t *testing.T) {
 		}
 	}
 	expectRows("db-1", 1000)
+	// verifiesFromItsStart expects a replica that became one in place
+	// (demoted, or rewound) to verify its primary's certificate from its
+	// first connection: a reconnection to verify it later (SecureReplication
+	// reloading primary_conninfo) restarts the WAL receiver, which a
+	// switchover to this replica would wait for.
+	verifiesFromItsStart := func(name string, p *program) {
+		t.Helper()
+		eventually(t, 15*time.Second, name+" verifies its primary", func() error {
+			conn, err := pgConnect(ctx, ports[name], "postgres", "super-pass", "postgres")
+			if err != nil {
+				return err
+			}
+			defer conn.Close(ctx)
+			var info string
+			if err := conn.QueryRow(ctx, "SELECT current_setting('primary_conninfo')").Scan(&info); err != nil {
+				return err
+			}
+			if !verifyFull.MatchString(info) {
+				return fmt.Errorf("primary_conninfo without verify-full")
+			}
+			return nil
+		})
+		if out := p.printed(); strings.Contains(out, secureReplicationMessage) {
+			t.Errorf("%s verified its primary only after a reconnection:\n%s", name, out)
+		}
+	}
 
 	for _, token := range []string{"", "wrong"} {
 		if code, _ := db1.post(t, layout.PromotePath, token, layout.PromoteRequest{}); code != http.StatusUnauthorized {
@@ -179,6 +211,7 @@ func TestPostgresRolesMove(t *testing.T) {
 		t.Errorf("the cleanly demoted primary cloned again:\n%s", out)
 	}
 	expectRows("db-0", 1500)
+	verifiesFromItsStart("db-0", db0)
 	var slot string
 	if err := admin1.QueryRow(ctx, "SELECT slot_name FROM pg_replication_slots WHERE active").Scan(&slot); err != nil || slot != "db_0" {
 		t.Errorf("db-0 does not stream through its slot on the new primary: %q %v", slot, err)
@@ -204,6 +237,7 @@ func TestPostgresRolesMove(t *testing.T) {
 		t.Errorf("the diverged former primary was not rewound:\n%s", out)
 	}
 	expectRows("db-1", 1600)
+	verifiesFromItsStart("db-1", db1)
 	conn, err := pgConnect(ctx, ports["db-1"], "shop", "app-pass", "shop")
 	if err != nil {
 		t.Fatal(err)
@@ -241,6 +275,7 @@ func TestPostgresRolesMove(t *testing.T) {
 		t.Errorf("the crashed former primary was not rewound:\n%s", out)
 	}
 	expectRows("db-0", 1600)
+	verifiesFromItsStart("db-0", db0)
 	db0.stop(t)
 	db1.stop(t)
 
