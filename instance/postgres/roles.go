@@ -104,22 +104,35 @@ func (e *Engine) writeStandbyConfig(ctx context.Context) error {
 // writes wait.
 const standbyProbeTimeout = 2 * time.Second
 
-// standbySSLMode is the sslmode a replica's first connection to the primary
-// it follows next uses: verify-full when that primary serves a certificate
-// of the Database's authority now, so the replica needs no reconnection
-// to verify it (the reload that SecureReplication makes restarts the WAL
-// receiver, and a switchover waiting for this replica to catch up then
-// waits for the reconnection); when it does not, or does not answer yet,
-// TLS unverified (prefer, libpq's default), until SecureReplication finds
-// it does.
+// standbySSLMode is the sslmode of a replica's first connection to the
+// primary it follows next, chosen so that it verifies the primary from
+// that connection whenever it can: a reconnection to verify it later
+// (SecureReplication's reload) restarts the WAL receiver, and a
+// switchover waiting for this replica to catch up would wait for that.
+//
+//   - verify-full when the primary serves a certificate of the Database's
+//     authority, or when nothing answers yet while this pod has its
+//     certificate: a demoted primary asks while the read-write Service has
+//     no primary (the switchover's target is still catching up), and the
+//     pod it follows next mounts the certificate this one serves (a
+//     rollout that brings certificates restarts the primary last, so a
+//     primary with one has no replica without);
+//   - prefer (libpq's default, TLS unverified) when this pod has no
+//     certificate, when the primary answers that it serves no TLS, or with
+//     a certificate that does not verify (an authority changing): as
+//     before, until SecureReplication finds it verifies.
 func (e *Engine) standbySSLMode(ctx context.Context) string {
-	ctx, cancel := context.WithTimeout(ctx, standbyProbeTimeout)
-	defer cancel()
-	mode, err := e.Replication.sslMode(ctx, e.Replication.PrimaryHost)
-	if err != nil {
+	r := e.Replication
+	if !r.TLS.Enabled() {
 		return sslPrefer
 	}
-	return mode
+	ctx, cancel := context.WithTimeout(ctx, standbyProbeTimeout)
+	defer cancel()
+	verified, err := ServesVerifiedTLS(ctx, r.PrimaryHost, r.port(), r.TLS)
+	if verified || errors.Is(err, errNoAnswer) {
+		return sslVerifyFull
+	}
+	return sslPrefer
 }
 
 // StandbyConfig is postgresql.auto.conf with the standby settings of r in
