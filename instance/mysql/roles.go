@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -162,6 +163,22 @@ func RejoinStatements(r Replication, verifyTLS bool) []Statement {
 	}
 }
 
+// rejoinVerifiesTLS is whether a former primary rejoining the designated
+// one verifies its certificate from its first connection, so it needs no
+// restart of its replica threads to verify it later (SecureReplication):
+// when the primary serves a certificate of the Database's authority, and
+// when nothing answers yet while this pod has its certificate (the
+// switchover's target not promoted yet: the pod it follows next mounts the
+// certificate this one serves, since a rollout that brings certificates
+// restarts the primary last). A primary that serves no TLS, or a
+// certificate that does not verify, is followed without TLS until
+// SecureReplication finds it verifies, as before.
+func (r Replication) rejoinVerifiesTLS(ctx context.Context) bool {
+	verified, err := r.primaryServesVerifiedTLS(ctx)
+	var unreachable *net.OpError
+	return verified || (r.TLS.Enabled() && errors.As(err, &unreachable))
+}
+
 // startRejoin points a former primary at the designated one, once.
 func (e *Engine) startRejoin(ctx context.Context, db *sql.DB) error {
 	path := filepath.Join(e.DataDir, rejoinFile)
@@ -170,8 +187,7 @@ func (e *Engine) startRejoin(ctx context.Context, db *sql.DB) error {
 	}
 	ctx, cancel := context.WithTimeout(ctx, rejoinTimeout)
 	defer cancel()
-	verified, _ := e.Replication.primaryServesVerifiedTLS(ctx)
-	for _, stmt := range RejoinStatements(e.Replication, verified) {
+	for _, stmt := range RejoinStatements(e.Replication, e.Replication.rejoinVerifiesTLS(ctx)) {
 		if _, err := db.ExecContext(ctx, stmt.SQL); err != nil {
 			return fmt.Errorf("%s: %w", stmt.What, err)
 		}

@@ -252,8 +252,8 @@ func testFailover(t *testing.T, tc replicationSQL, createWrites, insert, countWr
 // switchoverUnderWriter triggers a switchover to target while a writer
 // writes through the -rw Service, waits until target is the primary, and
 // expects every acknowledged row on it; it prints the longest time writes
-// waited. A PostgreSQL former primary that stays must verify its new
-// primary's certificate from its first connection as a replica.
+// waited. A former primary that stays must verify its new primary's
+// certificate from its first connection as a replica.
 func switchoverUnderWriter(t *testing.T, g Gomega, db *dbpilotv1alpha1.Database, tc replicationSQL, insert, countWrites, target string, trigger func()) {
 	ctx := context.Background()
 	// dbpilot refuses a switchover to a replica that is not ready and
@@ -290,11 +290,11 @@ func switchoverUnderWriter(t *testing.T, g Gomega, db *dbpilotv1alpha1.Database,
 		tc.engine, target, took.Seconds(), result.longestGap.Seconds(), len(result.acknowledged), lost)
 	g.Expect(lost).To(BeZero(), "a switchover loses no acknowledged row")
 	g.Expect(len(result.acknowledged)).To(BeNumerically(">", 20))
-	if tc.engine == dbpilotv1alpha1.EnginePostgres && ptr.Deref(db.Spec.Replicas, 1) > 1 {
-		// Demoted while the -rw Service had no primary, it could not ask
-		// the target: it verifies it from its first connection all the
-		// same, so no reconnection restarts its WAL receiver while a
-		// switchover back to it would wait for it to catch up.
+	if ptr.Deref(db.Spec.Replicas, 1) > 1 {
+		// Demoted while the -rw Service had no primary, it may not have
+		// reached the target: it verifies it from its first connection
+		// all the same, so no reconnection restarts its replication while
+		// a switchover back to it would wait for it to catch up.
 		g.Eventually(func(g Gomega) {
 			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(db), db)).To(Succeed())
 			g.Expect(db.Status.Instances).To(ContainElement(caughtUpReplica(former)))
