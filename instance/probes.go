@@ -33,6 +33,8 @@ type probeServer struct {
 	// backups runs base backups; nil for an engine that takes none.
 	backups *backupJobs
 	server  *http.Server
+	// tls is where the pod's certificate is mounted.
+	tls TLS
 }
 
 func (p *probeServer) setUsersApplied() { p.usersApplied.Store(true) }
@@ -66,6 +68,7 @@ func (p *probeServer) start(addr string, tlsFiles TLS) error {
 			mux.Handle(pattern, handler)
 		}
 	}
+	p.tls = tlsFiles
 	p.server = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	if tlsFiles.Enabled() {
 		p.server.TLSConfig = tlsFiles.ServerConfig()

@@ -43,6 +43,22 @@ func (t TLS) Enabled() bool {
 	return true
 }
 
+// MountedDigests are the digests of the mounted certificate and
+// authorities (layout.FileDigest), each empty when its file cannot be read.
+func (t TLS) MountedDigests() (certificate, authorities string) {
+	if t.Dir == "" {
+		return "", ""
+	}
+	digest := func(path string) string {
+		content, err := os.ReadFile(path)
+		if err != nil {
+			return ""
+		}
+		return layout.FileDigest(content)
+	}
+	return digest(t.CertFile()), digest(t.CAFile())
+}
+
 // VerifyingConfig is a client's TLS configuration that verifies a server's
 // certificate for host against the Database's authority.
 func (t TLS) VerifyingConfig(host string) (*tls.Config, error) {

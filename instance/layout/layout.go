@@ -4,6 +4,8 @@
 package layout
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"strings"
 	"time"
 )
@@ -197,6 +199,21 @@ type InstanceStatus struct {
 	// Archive reports a primary's WAL (or binlog) archiving, when the
 	// Database has a backup destination.
 	Archive *ArchiveStatus `json:"archive,omitempty"`
+	// MountedCertificate and MountedAuthorities are the SHA-256 digests
+	// (hex) of the server certificate (KeyTLSCert) and of the authorities
+	// (KeyCACert) mounted in the pod, as the kubelet last updated them:
+	// the operator changes the certificate only once every pod trusts its
+	// authorities, and drops an authority only once every pod serves the
+	// certificate. Empty without a certificate.
+	MountedCertificate string `json:"mountedCertificate,omitempty"`
+	MountedAuthorities string `json:"mountedAuthorities,omitempty"`
+}
+
+// FileDigest is the SHA-256 digest (hex) of content, as InstanceStatus
+// reports mounted files.
+func FileDigest(content []byte) string {
+	sum := sha256.Sum256(content)
+	return hex.EncodeToString(sum[:])
 }
 
 // ArchiveStatus is how a primary's archiving goes.

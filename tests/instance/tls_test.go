@@ -130,6 +130,7 @@ func TestPostgresServesTLS(t *testing.T) {
 	}
 	first := served()
 	checkInstanceServesTLS(t, p, config)
+	firstDigest := expectMountedDigests(t, p, certs)
 
 	// Past the program's first polls (the first one reloads the
 	// configuration anyway), so only following the certificate can serve
@@ -145,6 +146,31 @@ func TestPostgresServesTLS(t *testing.T) {
 		}
 		return nil
 	})
+	if renewedDigest := expectMountedDigests(t, p, certs); renewedDigest == firstDigest {
+		t.Errorf("/status reports the same certificate digest after the renewal")
+	}
+}
+
+// expectMountedDigests expects the program's /status to report the
+// digests of the certificate and the authorities mounted in certs.dir,
+// and returns the certificate's.
+func expectMountedDigests(t *testing.T, p *program, certs *certificates) string {
+	t.Helper()
+	digest := func(name string) string {
+		content, err := os.ReadFile(filepath.Join(certs.dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return layout.FileDigest(content)
+	}
+	status := p.status(t)
+	if got, want := status["mountedCertificate"], digest(layout.KeyTLSCert); got != want {
+		t.Errorf("/status reports the mounted certificate %v, want %s", got, want)
+	}
+	if got, want := status["mountedAuthorities"], digest(layout.KeyCACert); got != want {
+		t.Errorf("/status reports the mounted authorities %v, want %s", got, want)
+	}
+	return digest(layout.KeyTLSCert)
 }
 
 // TestMariaDBServesTLS is TestPostgresServesTLS for MariaDB.
