@@ -1,7 +1,6 @@
 package controllers
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"time"
@@ -33,7 +32,7 @@ func (r *DatabaseReconciler) reconcileTLS(ctx context.Context, s *scope) (ctrl.R
 	if provided := db.ProvidedServerCertificateSecretName(); provided != "" {
 		result, err = r.reconcileProvidedCertificate(ctx, s, current, provided, now)
 	} else {
-		result, err = r.reconcileIssuedCertificate(ctx, db, current, now)
+		result, err = r.reconcileIssuedCertificate(ctx, s, current, now)
 	}
 	setServerCertificateExpiry(client.ObjectKeyFromObject(db), current)
 	return result, err
@@ -46,30 +45,33 @@ func (r *DatabaseReconciler) reconcileTLS(ctx context.Context, s *scope) (ctrl.R
 // cannot sign is an error naming the Secret, never overwritten. The server
 // certificate is issued when it is missing, when the names or the
 // authority changed, and pki.RenewBefore its expiry; the pods take the new
-// one without a restart. The Database is looked at again when it is due.
-func (r *DatabaseReconciler) reconcileIssuedCertificate(ctx context.Context, db *dbpilotv1alpha1.Database, current *corev1.Secret, now time.Time) (ctrl.Result, error) {
+// one without a restart, staged when the authority changes
+// (stageServerCertificate). The Database is looked at again when it is due.
+func (r *DatabaseReconciler) reconcileIssuedCertificate(ctx context.Context, s *scope, current *corev1.Secret, now time.Time) (ctrl.Result, error) {
+	db := s.db
 	authority, err := r.certificateAuthority(ctx, db, now)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	pair := pki.KeyPair{CertPEM: current.Data[layout.KeyTLSCert], KeyPEM: current.Data[layout.KeyTLSKey]}
 	reason, renewAt := pki.ServerRenewal(pair, authority, db.ServerNames(), now)
-	if reason == "" && !bytes.Equal(current.Data[layout.KeyCACert], authority.CertPEM) {
-		reason = "the authority's certificate it carries is not the authority's"
+	result, err := r.stageServerCertificate(ctx, s, current, certificateChange{
+		authorities: authority.CertPEM, changes: reason != "",
+		serve: func() (pki.KeyPair, error) {
+			server, err := pki.IssueServer(authority, db.ServerNames(), now)
+			if err != nil {
+				return pki.KeyPair{}, fmt.Errorf("issuing the server certificate: %w", err)
+			}
+			renewAt = now.Add(pki.ServerValidity - pki.RenewBefore)
+			return server, nil
+		},
+		reason: dbpilotv1alpha1.EventReasonCertificateIssued, action: "IssueCertificate",
+		note: fmt.Sprintf("Issued the server certificate in Secret %s again: %s", db.ServerCertificateSecretName(), reason),
+	})
+	if err != nil || renewAt.IsZero() {
+		return result, err
 	}
-	if reason == "" {
-		return ctrl.Result{RequeueAfter: renewAt.Sub(now)}, nil
-	}
-	server, err := pki.IssueServer(authority, db.ServerNames(), now)
-	if err != nil {
-		return ctrl.Result{}, fmt.Errorf("issuing the server certificate: %w", err)
-	}
-	err = r.writeServerCertificate(ctx, db, current, desired.ServerCertificateSecret(db, server, authority.CertPEM),
-		dbpilotv1alpha1.EventReasonCertificateIssued, "IssueCertificate", "Issued the server certificate in Secret %s again: %s", db.ServerCertificateSecretName(), reason)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	return ctrl.Result{RequeueAfter: pki.ServerValidity - pki.RenewBefore}, nil
+	return soonest(result, ctrl.Result{RequeueAfter: renewAt.Sub(now)}), nil
 }
 
 // observeServerCertificate keeps the expiry metric of a Database dbpilot
@@ -97,9 +99,11 @@ func (r *DatabaseReconciler) serverCertificate(ctx context.Context, db *dbpilotv
 // writeServerCertificate creates the Secret the pods mount as wanted (a
 // first certificate, which no pod has served yet), or writes wanted's data
 // into current and records the Event format tells; current is then what
-// was written.
+// was written, annotated with when (desired.AnnotationCertificateStaged).
 func (r *DatabaseReconciler) writeServerCertificate(ctx context.Context, db *dbpilotv1alpha1.Database, current, wanted *corev1.Secret, reason, action, format string, args ...any) error {
+	written := r.clock().Now().UTC().Format(time.RFC3339)
 	if current.Name == "" {
+		wanted.Annotations = map[string]string{desired.AnnotationCertificateStaged: written}
 		if err := r.Client.Create(ctx, wanted, client.FieldOwner(FieldOwner)); err != nil {
 			return fmt.Errorf("creating Secret %s: %w", wanted.Name, err)
 		}
@@ -108,6 +112,10 @@ func (r *DatabaseReconciler) writeServerCertificate(ctx context.Context, db *dbp
 	}
 	updated := current.DeepCopy()
 	updated.Data = wanted.Data
+	if updated.Annotations == nil {
+		updated.Annotations = map[string]string{}
+	}
+	updated.Annotations[desired.AnnotationCertificateStaged] = written
 	if err := r.Client.Update(ctx, updated, client.FieldOwner(FieldOwner)); err != nil {
 		return fmt.Errorf("writing Secret %s: %w", current.Name, err)
 	}

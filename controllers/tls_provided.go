@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"maps"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,7 +12,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
-	"github.com/dbpilot/dbpilot/controllers/desired"
 	"github.com/dbpilot/dbpilot/instance/layout"
 	"github.com/dbpilot/dbpilot/internal/pki"
 )
@@ -21,7 +19,8 @@ import (
 // reconcileProvidedCertificate copies the user's server certificate, from
 // the Secret named provided, into the one the pods mount, when it is
 // usable (pki.ProvidedServer, for every name the Database is reached by)
-// and differs. An unusable one is not copied, so the pods keep serving the
+// and differs, staged when the authorities change (stageServerCertificate).
+// An unusable one is not copied, so the pods keep serving the
 // last good one, and the Database shows why (s.tlsProblem) until the user's
 // Secret changes (watchUserSecrets) or, not valid yet, until it is. dbpilot
 // never renews it: it looks again at its expiry, to report it expired.
@@ -49,13 +48,15 @@ func (r *DatabaseReconciler) reconcileProvidedCertificate(ctx context.Context, s
 		}
 		return ctrl.Result{}, nil
 	}
-	wanted := desired.ServerCertificateSecret(db, pair, secret.Data[layout.KeyCACert])
-	if current.Name == "" || !maps.EqualFunc(current.Data, wanted.Data, bytes.Equal) {
-		err := r.writeServerCertificate(ctx, db, current, wanted, dbpilotv1alpha1.EventReasonCertificateCopied, "CopyCertificate",
-			"Copied the server certificate of Secret %s into Secret %s", provided, db.ServerCertificateSecretName())
-		if err != nil {
-			return ctrl.Result{}, err
-		}
+	result, err := r.stageServerCertificate(ctx, s, current, certificateChange{
+		authorities: secret.Data[layout.KeyCACert],
+		changes:     !bytes.Equal(current.Data[layout.KeyTLSCert], pair.CertPEM) || !bytes.Equal(current.Data[layout.KeyTLSKey], pair.KeyPEM),
+		serve:       func() (pki.KeyPair, error) { return pair, nil },
+		reason:      dbpilotv1alpha1.EventReasonCertificateCopied, action: "CopyCertificate",
+		note: fmt.Sprintf("Copied the server certificate of Secret %s into Secret %s", provided, db.ServerCertificateSecretName()),
+	})
+	if err != nil {
+		return ctrl.Result{}, err
 	}
-	return ctrl.Result{RequeueAfter: validity.NotAfter.Sub(now)}, nil
+	return soonest(result, ctrl.Result{RequeueAfter: validity.NotAfter.Sub(now)}), nil
 }

@@ -123,4 +123,13 @@ const (
 	// EventReasonCertificateCopied: the user's server certificate
 	// (spec.tls.serverCertificateSecretName) was copied to the pods'.
 	EventReasonCertificateCopied = "CertificateCopied"
+	// EventReasonCertificateAuthorityAdded: a new certificate's
+	// authorities were added beside the former ones, before the pods
+	// serve it; EventReasonCertificateAuthorityRetired: the former ones
+	// were dropped once every pod served it;
+	// EventReasonCertificateStagingTimedOut: pods did not report the
+	// step before mounted in time, and the change went on without them.
+	EventReasonCertificateAuthorityAdded   = "CertificateAuthorityAdded"
+	EventReasonCertificateAuthorityRetired = "CertificateAuthorityRetired"
+	EventReasonCertificateStagingTimedOut  = "CertificateStagingTimedOut"
 )

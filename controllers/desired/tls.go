@@ -8,6 +8,11 @@ import (
 	"github.com/dbpilot/dbpilot/internal/pki"
 )
 
+// AnnotationCertificateStaged on the server certificate Secret is when
+// dbpilot last wrote it (RFC 3339): a staged change of certificate waits
+// from then for every pod to mount it, at most a few minutes.
+const AnnotationCertificateStaged = "dbpilot.io/certificate-staged"
+
 // CertificateAuthoritySecret holds the Database's certificate authority.
 // Like the generated credentials it is created once and kept (clients trust
 // its ca.crt), with the volumes when deletionPolicy is Retain.
@@ -19,7 +24,8 @@ func CertificateAuthoritySecret(db *dbpilotv1alpha1.Database, authority pki.KeyP
 }
 
 // ServerCertificateSecret holds the certificate every pod serves, its key,
-// and the authority's certificate the instances verify each other with.
+// and the authorities' certificates the instances verify each other with
+// (while the authority changes, the former one's too).
 func ServerCertificateSecret(db *dbpilotv1alpha1.Database, server pki.KeyPair, authorityCert []byte) *corev1.Secret {
 	secret := generatedSecret(db, db.ServerCertificateSecretName(), map[string][]byte{
 		layout.KeyTLSCert: server.CertPEM,

@@ -216,9 +216,23 @@ func TestProvidedServerCertificate(t *testing.T) {
 	g.Expect(kept.Raw).To(Equal(pemBytes(g, renewed.CertPEM)))
 	g.Expect(certificateExpiry(g, db)).To(Equal(float64(kept.NotAfter.Unix())), "the expiry of the copy the pods still serve")
 
-	// Back to dbpilot's own: an authority, and a certificate it signed.
+	// Back to dbpilot's own: an authority, and a certificate it signed,
+	// staged: its authority trusted beside the user's first, the user's
+	// dropped once the pods serve the new certificate (kwok's pods report
+	// no mounted files, so no step waits here; the real node's test
+	// waits).
 	update(g, db, func(db *dbpilotv1alpha1.Database) { db.Spec.TLS = nil })
-	g.Eventually(func(g Gomega) { serverCertificate(g, db, authorityOf(g, db).Data[layout.KeyCACert]) }, convergeTimeout, pollInterval).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		authority := authorityOf(g, db).Data[layout.KeyCACert]
+		serverCertificate(g, db, authority)
+		tlsSecret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: db.ServerCertificateSecretName()}}
+		fetch(g, tlsSecret)
+		g.Expect(tlsSecret.Data[layout.KeyCACert]).To(Equal(authority), "only dbpilot's authority trusted in the end")
+		g.Expect(eventNotes(g, db)).To(ContainElements(
+			"Secret billing-tls trusts the new certificate's authorities beside the former ones; the certificate follows once every pod has them",
+			"Issued the server certificate in Secret billing-tls again: the certificate authority did not sign it",
+			"Every pod serves the certificate in Secret billing-tls: it trusts only that certificate's authorities now"))
+	}, convergeTimeout, pollInterval).Should(Succeed())
 	waitConverged(g, db)
 }
 

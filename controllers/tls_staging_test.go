@@ -1,0 +1,72 @@
+package controllers
+
+import (
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/dbpilot/dbpilot/instance/layout"
+	"github.com/dbpilot/dbpilot/internal/pki"
+)
+
+// TestCertificateStepsKeepEveryServedCertificateTrusted walks a change of
+// authority (dbpilot's to the user's) and a renewal under the same one
+// through certificateStepFor, as the reconciler writes each step: the new
+// authority is trusted before its certificate is served, the former one is
+// dropped only after, and a renewal needs no staging.
+func TestCertificateStepsKeepEveryServedCertificateTrusted(t *testing.T) {
+	now := time.Now()
+	former, err := pki.NewAuthority("dbpilot", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	users, err := pki.NewAuthority("the user's", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	both := pki.JoinBundles(former.CertPEM, users.CertPEM)
+
+	// The Secret trusts dbpilot's authority and serves its certificate.
+	trusted := former.CertPEM
+	if step := certificateStepFor(trusted, users.CertPEM, true); step != stepTrust {
+		t.Fatalf("switching authority: step %v, want the new authority trusted first", step)
+	}
+	trusted = pki.JoinBundles(trusted, users.CertPEM)
+	if step := certificateStepFor(trusted, users.CertPEM, true); step != stepServe {
+		t.Fatalf("with both authorities trusted: step %v, want the new certificate served", step)
+	}
+	// Served (the user's certificate is in place: it no longer changes).
+	if step := certificateStepFor(trusted, users.CertPEM, false); step != stepRetire {
+		t.Fatalf("serving the new certificate under both authorities: step %v, want the former one retired", step)
+	}
+	if step := certificateStepFor(users.CertPEM, users.CertPEM, false); step != stepNone {
+		t.Fatalf("done: step %v, want none", step)
+	}
+
+	// A renewal under the authority the Secret trusts is served at once,
+	// and so is one while both are still trusted.
+	if step := certificateStepFor(users.CertPEM, users.CertPEM, true); step != stepServe {
+		t.Errorf("renewal: step %v, want served at once", step)
+	}
+	if step := certificateStepFor(both, users.CertPEM, true); step != stepServe {
+		t.Errorf("renewal while both are trusted: step %v, want served", step)
+	}
+	// Going back to dbpilot's authority halfway through: trusted already.
+	if step := certificateStepFor(both, former.CertPEM, true); step != stepServe {
+		t.Errorf("back to the former authority while both are trusted: step %v, want served", step)
+	}
+}
+
+func TestPodsNotMountingIgnoresPodsThatReportNothing(t *testing.T) {
+	content := []byte("ca bundle")
+	reports := map[string]layout.InstanceStatus{
+		"orders-0": {MountedAuthorities: layout.FileDigest(content)},
+		"orders-1": {MountedAuthorities: layout.FileDigest([]byte("former ca"))},
+		"orders-2": {},
+		"orders-3": {MountedAuthorities: layout.FileDigest([]byte("former ca"))},
+	}
+	got := podsNotMounting(reports, func(i layout.InstanceStatus) string { return i.MountedAuthorities }, content)
+	if want := []string{"orders-1", "orders-3"}; !slices.Equal(got, want) {
+		t.Errorf("pods not mounting %v, want %v", got, want)
+	}
+}
