@@ -3,7 +3,9 @@ package realnode_test
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"database/sql"
+	"fmt"
 	"net"
 	"net/http"
 	"strconv"
@@ -18,6 +20,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	"github.com/onsi/gomega/types"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/utils/ptr"
@@ -207,6 +210,8 @@ func switchToProvidedCertificate(t *testing.T, g Gomega, db *dbpilotv1alpha1.Dat
 		return k8sClient.Update(ctx, db)
 	}, 10*time.Second, 200*time.Millisecond).Should(Succeed())
 	start := time.Now()
+	trust := watchTrust(db)
+	defer trust.stop()
 	for i := range int(*db.Spec.Replicas) {
 		g.Eventually(func() error {
 			session, err := connectAppToPod(ctx, db, db.PodName(i))
@@ -214,11 +219,113 @@ func switchToProvidedCertificate(t *testing.T, g Gomega, db *dbpilotv1alpha1.Dat
 				session.close()
 			}
 			return err
-		}, 3*time.Minute, time.Second).Should(Succeed(), "%s serves the user's certificate", db.PodName(i))
+		}, 5*time.Minute, time.Second).Should(Succeed(), "%s serves the user's certificate", db.PodName(i))
 	}
 	t.Logf("%s: every pod serves the user's certificate %.1fs after the switch", db.Spec.Engine, time.Since(start).Seconds())
+	// The former authority is dropped once every pod serves the new
+	// certificate: the pods' Secret trusts the user's ca.crt alone.
+	user := &corev1.Secret{}
+	g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: db.Namespace, Name: "orders-cert"}, user)).To(Succeed())
+	g.Eventually(func(g Gomega) []byte {
+		served := &corev1.Secret{}
+		g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: db.Namespace, Name: db.ServerCertificateSecretName()}, served)).To(Succeed())
+		return served.Data[layout.KeyCACert]
+	}, time.Minute, time.Second).Should(Equal(user.Data[layout.KeyCACert]), "the former authority retired")
+	seen := trust.stop()
+	t.Logf("%s: the former authority retired %.1fs after the switch; %d rounds of handshakes with every pod's instance program, verified against what the pods' Secret trusted at the time: %d failed",
+		db.Spec.Engine, time.Since(start).Seconds(), seen.checks, seen.failed)
+	g.Expect(seen.failures).To(BeEmpty(), "while the certificate changed, a pod served one that the Secret the operator and the pods trust did not verify")
+	g.Expect(eventNote(g, db.Namespace, dbpilotv1alpha1.EventReasonCertificateAuthorityAdded)).To(Equal(
+		"Secret orders-tls trusts the new certificate's authorities beside the former ones; the certificate follows once every pod has them"))
+	g.Expect(eventNote(g, db.Namespace, dbpilotv1alpha1.EventReasonCertificateCopied)).To(Equal(
+		"Copied the server certificate of Secret orders-cert into Secret orders-tls"))
+	g.Expect(eventNote(g, db.Namespace, dbpilotv1alpha1.EventReasonCertificateAuthorityRetired)).To(Equal(
+		"Every pod serves the certificate in Secret orders-tls: it trusts only that certificate's authorities now"))
+	g.Expect(eventNote(g, db.Namespace, dbpilotv1alpha1.EventReasonCertificateStagingTimedOut)).To(BeEmpty(), "no step went on without a pod")
 	g.Expect(podRestarts(g, db)).To(Equal(before), "no pod restarted for the new certificate")
 	g.Expect(postmasterStarts(g, db)).To(Equal(started), "no PostgreSQL server restarted for the new certificate")
+}
+
+// trustWatch checks, every second until stopped, that each pod's instance
+// program serves a certificate that the authorities in the pods' Secret at
+// that moment verify, as the operator and the replicas verify it.
+type trustWatch struct {
+	done     chan struct{}
+	result   chan trustResult
+	finished *trustResult
+}
+
+type trustResult struct {
+	checks, failed int
+	// failures are the first failures' times and errors.
+	failures []string
+}
+
+func watchTrust(db *dbpilotv1alpha1.Database) *trustWatch {
+	w := &trustWatch{done: make(chan struct{}), result: make(chan trustResult, 1)}
+	go func() {
+		var r trustResult
+		ticker := time.NewTicker(time.Second)
+		defer ticker.Stop()
+		for {
+			select {
+			case <-w.done:
+				w.result <- r
+				return
+			case <-ticker.C:
+			}
+			r.checks++
+			if err := podsVerifyAgainstTheirSecret(db); err != nil {
+				r.failed++
+				if len(r.failures) < 10 {
+					r.failures = append(r.failures, time.Now().Format(time.TimeOnly)+" "+err.Error())
+				}
+			}
+		}
+	}()
+	return w
+}
+
+// stop ends the watch (again: the same result) and returns what it saw.
+func (w *trustWatch) stop() trustResult {
+	if w.finished == nil {
+		close(w.done)
+		r := <-w.result
+		w.finished = &r
+	}
+	return *w.finished
+}
+
+// podsVerifyAgainstTheirSecret handshakes with every running pod's instance
+// program, verifying it for the headless Service's name against the
+// authorities the pods' Secret holds now.
+func podsVerifyAgainstTheirSecret(db *dbpilotv1alpha1.Database) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	secret, err := clientset.CoreV1().Secrets(db.Namespace).Get(ctx, db.ServerCertificateSecretName(), metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(secret.Data[layout.KeyCACert]) {
+		return fmt.Errorf("Secret %s holds no authority", secret.Name)
+	}
+	pods, err := clientset.CoreV1().Pods(db.Namespace).List(ctx, metav1.ListOptions{LabelSelector: labels.FormatLabels(db.SelectorLabels())})
+	if err != nil {
+		return err
+	}
+	for _, pod := range pods.Items {
+		if pod.Status.PodIP == "" || pod.DeletionTimestamp != nil {
+			continue
+		}
+		dialer := &tls.Dialer{Config: &tls.Config{RootCAs: roots, ServerName: db.ServiceHost(db.HeadlessServiceName()), MinVersion: tls.VersionTLS12}}
+		conn, err := dialer.DialContext(ctx, "tcp", net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(layout.ProbePort)))
+		if err != nil {
+			return fmt.Errorf("%s: %w", pod.Name, err)
+		}
+		conn.Close()
+	}
+	return nil
 }
 
 // postmasterStarts is when each pod's PostgreSQL server started, in
