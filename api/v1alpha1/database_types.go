@@ -320,7 +320,11 @@ type TLSSpec struct {
 	// any it lacks). dbpilot only reads this Secret: it copies a usable
 	// certificate into <name>-tls, where the pods take it (and each
 	// renewal) without a restart; one that is unusable is not copied,
-	// the pods keep the last good one, and the Database is Degraded.
+	// the pods keep the last good one, and the Database is Degraded. A
+	// switch to a certificate of another authority (to this one, or
+	// back) is staged: the pods trust its ca.crt beside the former one
+	// before they serve it, and the former authority is dropped once
+	// every pod serves it.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Server Certificate Secret",xDescriptors={"urn:alm:descriptor:io.kubernetes:Secret"}
