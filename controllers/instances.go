@@ -51,23 +51,36 @@ func readInstances(ctx context.Context, s *scope) map[string]layout.InstanceStat
 }
 
 func readInstance(ctx context.Context, target instanceTarget) (layout.InstanceStatus, error) {
+	var status layout.InstanceStatus
+	err := getInstance(ctx, target, layout.StatusPath, &status)
+	return status, err
+}
+
+// readCertificates asks an instance program what certificate files its pod
+// has mounted and its engine serves.
+func readCertificates(ctx context.Context, target instanceTarget) (layout.CertificateStatus, error) {
+	var status layout.CertificateStatus
+	err := getInstance(ctx, target, layout.CertificatesPath, &status)
+	return status, err
+}
+
+// getInstance reads the JSON an instance program serves at path into out.
+func getInstance(ctx context.Context, target instanceTarget, path string, out any) error {
 	ctx, cancel := context.WithTimeout(ctx, instanceStatusTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target.base+layout.StatusPath, nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target.base+path, nil)
 	if err != nil {
-		return layout.InstanceStatus{}, err
+		return err
 	}
 	resp, err := target.client.Do(req)
 	if err != nil {
-		return layout.InstanceStatus{}, err
+		return err
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return layout.InstanceStatus{}, fmt.Errorf("instance %s: %s", target.base, resp.Status)
+		return fmt.Errorf("instance %s%s: %s", target.base, path, resp.Status)
 	}
-	var status layout.InstanceStatus
-	err = json.NewDecoder(resp.Body).Decode(&status)
-	return status, err
+	return json.NewDecoder(resp.Body).Decode(out)
 }
 
 // instancesSettling tells whether any running pod's instance is still

@@ -80,19 +80,21 @@ type certificateChange struct {
 // towards change (certificateStepFor), once the pods have mounted what the
 // step builds on: the operator's own trust follows the Secret at once, the
 // pods' as the kubelet updates their files, which their instance programs
-// report. A Secret that does not exist yet is created as wanted.
+// report. A Secret that does not exist yet, or serves nothing, is written
+// as wanted at once.
 func (r *DatabaseReconciler) stageServerCertificate(ctx context.Context, s *scope, current *corev1.Secret, change certificateChange) (ctrl.Result, error) {
 	db := s.db
-	if current.Name == "" {
+	served := pki.KeyPair{CertPEM: current.Data[layout.KeyTLSCert], KeyPEM: current.Data[layout.KeyTLSKey]}
+	trusted := current.Data[layout.KeyCACert]
+	if current.Name == "" || len(served.CertPEM) == 0 || len(trusted) == 0 {
+		// Nothing any pod could verify is served yet: no stages.
 		server, err := change.serve()
 		if err != nil {
 			return ctrl.Result{}, err
 		}
-		err = r.writeServerCertificate(ctx, db, current, desired.ServerCertificateSecret(db, server, change.authorities), "", "", "")
+		err = r.writeServerCertificate(ctx, db, current, desired.ServerCertificateSecret(db, server, change.authorities), change.reason, change.action, "%s", change.note)
 		return ctrl.Result{}, err
 	}
-	served := pki.KeyPair{CertPEM: current.Data[layout.KeyTLSCert], KeyPEM: current.Data[layout.KeyTLSKey]}
-	trusted := current.Data[layout.KeyCACert]
 	name := db.ServerCertificateSecretName()
 	switch certificateStepFor(trusted, change.authorities, change.changes) {
 	case stepTrust:
@@ -101,7 +103,7 @@ func (r *DatabaseReconciler) stageServerCertificate(ctx context.Context, s *scop
 			"Secret %s trusts the new certificate's authorities beside the former ones; the certificate follows once every pod has them", name)
 		return ctrl.Result{RequeueAfter: stagePoll}, err
 	case stepServe:
-		if wait, err := r.waitForMounts(ctx, s, current, "the authorities", trusted, func(i layout.InstanceStatus) string { return i.MountedAuthorities }); wait || err != nil {
+		if wait, _, err := r.waitForMounts(ctx, s, current, "the authorities", trusted, func(c layout.CertificateStatus) string { return c.MountedAuthorities }); wait || err != nil {
 			return ctrl.Result{RequeueAfter: stagePoll}, err
 		}
 		server, err := change.serve()
@@ -116,51 +118,66 @@ func (r *DatabaseReconciler) stageServerCertificate(ctx context.Context, s *scop
 			return ctrl.Result{RequeueAfter: stagePoll}, nil
 		}
 	case stepRetire:
-		if wait, err := r.waitForMounts(ctx, s, current, "the certificate", served.CertPEM, func(i layout.InstanceStatus) string { return i.MountedCertificate }); wait || err != nil {
+		wait, timedOut, err := r.waitForMounts(ctx, s, current, "the certificate", served.CertPEM, func(c layout.CertificateStatus) string { return c.ServedCertificate })
+		if wait || err != nil {
 			return ctrl.Result{RequeueAfter: stagePoll}, err
 		}
-		err := r.writeServerCertificate(ctx, db, current, desired.ServerCertificateSecret(db, served, change.authorities),
-			dbpilotv1alpha1.EventReasonCertificateAuthorityRetired, "RetireAuthority",
-			"Every pod serves the certificate in Secret %s: it trusts only that certificate's authorities now", name)
+		note := "Every pod serves the certificate in Secret %s: it trusts only that certificate's authorities now"
+		if timedOut {
+			note = "Secret %s trusts only its certificate's authorities now, though not every pod reported serving that certificate"
+		}
+		err = r.writeServerCertificate(ctx, db, current, desired.ServerCertificateSecret(db, served, change.authorities),
+			dbpilotv1alpha1.EventReasonCertificateAuthorityRetired, "RetireAuthority", note, name)
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{}, nil
 }
 
 // waitForMounts reports whether a step must wait for pods that have not
-// mounted content yet (what, for the Event): each running pod's instance
-// program reports the digest of its mounted file. It waits at most
+// taken content yet (what, for the Events), as each pod's instance program
+// reports it whether its engine runs or not (taken: the digest of its
+// mounted authorities, or of the certificate its engine serves). A pod
+// whose instance program does not answer is not waited for: it serves no
+// one, and reads the files as they are when it starts. It waits at most
 // stageMountTimeout from the last step, then records a Warning Event that
-// names the pods and goes on.
-func (r *DatabaseReconciler) waitForMounts(ctx context.Context, s *scope, current *corev1.Secret, what string, content []byte, mounted func(layout.InstanceStatus) string) (bool, error) {
+// names the pods and goes on; timedOut says so.
+func (r *DatabaseReconciler) waitForMounts(ctx context.Context, s *scope, current *corev1.Secret, what string, content []byte, taken func(layout.CertificateStatus) string) (wait, timedOut bool, err error) {
 	pods := &corev1.PodList{}
 	if err := r.Client.List(ctx, pods, client.InNamespace(s.db.Namespace), client.MatchingLabels(s.db.SelectorLabels())); err != nil {
-		return false, fmt.Errorf("listing pods: %w", err)
+		return false, false, fmt.Errorf("listing pods: %w", err)
 	}
-	// The operator verifies the pods against what the Secret trusts now.
-	reports := readInstances(ctx, &scope{db: s.db, pods: pods.Items, instanceAuthority: current.Data[layout.KeyCACert]})
-	lagging := podsNotMounting(reports, mounted, content)
+	reports := map[string]layout.CertificateStatus{}
+	for i := range pods.Items {
+		pod := &pods.Items[i]
+		if pod.Status.PodIP == "" || !pod.DeletionTimestamp.IsZero() {
+			continue
+		}
+		// The operator verifies the pods against what the Secret trusts now.
+		if report, err := readCertificates(ctx, instanceTargetOf(s.db, current.Data[layout.KeyCACert], pod)); err == nil {
+			reports[pod.Name] = report
+		}
+	}
+	lagging := podsNotTaking(reports, taken, content)
 	if len(lagging) == 0 {
-		return false, nil
+		return false, false, nil
 	}
 	staged, _ := time.Parse(time.RFC3339, current.Annotations[desired.AnnotationCertificateStaged])
 	if r.clock().Now().Sub(staged) < stageMountTimeout {
-		return true, nil
+		return true, false, nil
 	}
 	r.Recorder.Eventf(s.db, nil, corev1.EventTypeWarning, dbpilotv1alpha1.EventReasonCertificateStagingTimedOut, "StageCertificate",
-		"Pods %s still do not report %s of Secret %s mounted %s after it was written: going on without them", strings.Join(lagging, ", "), what, current.Name, stageMountTimeout)
-	return false, nil
+		"Pods %s did not report %s of Secret %s taken %s after it was written: going on without them", strings.Join(lagging, ", "), what, current.Name, stageMountTimeout)
+	return false, true, nil
 }
 
-// podsNotMounting names the pods whose instance program reports a mounted
-// file (mounted) other than content. Pods that do not answer are not waited
-// for, nor those that report no file (none mounted yet, or an instance
-// program from before the report).
-func podsNotMounting(reports map[string]layout.InstanceStatus, mounted func(layout.InstanceStatus) string, content []byte) []string {
+// podsNotTaking names the pods whose report is not of content taken. A
+// report without a digest (no certificate mounted: a pod from before
+// dbpilot issued them) is not waited for.
+func podsNotTaking(reports map[string]layout.CertificateStatus, taken func(layout.CertificateStatus) string, content []byte) []string {
 	want := layout.FileDigest(content)
 	var lagging []string
 	for pod, report := range reports {
-		if digest := mounted(report); digest != "" && digest != want {
+		if digest := taken(report); digest != "" && digest != want {
 			lagging = append(lagging, pod)
 		}
 	}

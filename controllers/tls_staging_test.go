@@ -57,16 +57,16 @@ func TestCertificateStepsKeepEveryServedCertificateTrusted(t *testing.T) {
 	}
 }
 
-func TestPodsNotMountingIgnoresPodsThatReportNothing(t *testing.T) {
+func TestPodsNotTakingIgnoresPodsWithoutACertificate(t *testing.T) {
 	content := []byte("ca bundle")
-	reports := map[string]layout.InstanceStatus{
+	reports := map[string]layout.CertificateStatus{
 		"orders-0": {MountedAuthorities: layout.FileDigest(content)},
 		"orders-1": {MountedAuthorities: layout.FileDigest([]byte("former ca"))},
 		"orders-2": {},
 		"orders-3": {MountedAuthorities: layout.FileDigest([]byte("former ca"))},
 	}
-	got := podsNotMounting(reports, func(i layout.InstanceStatus) string { return i.MountedAuthorities }, content)
+	got := podsNotTaking(reports, func(c layout.CertificateStatus) string { return c.MountedAuthorities }, content)
 	if want := []string{"orders-1", "orders-3"}; !slices.Equal(got, want) {
-		t.Errorf("pods not mounting %v, want %v", got, want)
+		t.Errorf("pods not taking %v, want %v", got, want)
 	}
 }

@@ -215,6 +215,9 @@ func Run(ctx context.Context, engine Engine, files CredentialFiles, probes Probe
 	log.Info("engine started", "pid", server.Process.Pid)
 	endpoints.engineRunning.Store(true)
 	defer endpoints.engineRunning.Store(false)
+	// A new engine reads the mounted certificate as it starts: until it
+	// is ready, the mounted one stands for it.
+	endpoints.setEngineCertificate(nil)
 	exited := make(chan error, 1)
 	go func() { exited <- server.Wait() }()
 
@@ -314,6 +317,7 @@ func Run(ctx context.Context, engine Engine, files CredentialFiles, probes Probe
 	if reloader, ok := engine.(TLSReloader); ok && reloader.TLSFiles().Enabled() {
 		if content, _, err := certificate.Changed(reloader.TLSFiles().CertFile()); err == nil {
 			certificate.Applied(content)
+			endpoints.setEngineCertificate(&content)
 		}
 	}
 	ticker := time.NewTicker(credentialsPollInterval)
@@ -350,6 +354,7 @@ func Run(ctx context.Context, engine Engine, files CredentialFiles, probes Probe
 			if reloaded, err := followTLS(reloadCtx, engine, &certificate); err != nil {
 				log.Error("reloading the renewed server certificate; retrying", "error", err.Error())
 			} else if reloaded {
+				endpoints.setEngineCertificate(certificate.applied)
 				log.Info("server certificate renewed in the Secret: the engine serves the new one")
 			}
 			cancel()

@@ -33,8 +33,10 @@ type probeServer struct {
 	// backups runs base backups; nil for an engine that takes none.
 	backups *backupJobs
 	server  *http.Server
-	// tls is where the pod's certificate is mounted.
-	tls TLS
+	// tls is where the pod's certificate is mounted; engineCertificate
+	// is the digest of the one the running engine serves, nil until known.
+	tls               TLS
+	engineCertificate atomic.Pointer[string]
 }
 
 func (p *probeServer) setUsersApplied() { p.usersApplied.Store(true) }
@@ -50,6 +52,7 @@ func (p *probeServer) start(addr string, tlsFiles TLS) error {
 	})
 	mux.HandleFunc("GET "+layout.ReadinessPath, p.readiness)
 	mux.HandleFunc("GET "+layout.StatusPath, p.statusHandler)
+	mux.HandleFunc("GET "+layout.CertificatesPath, p.certificatesHandler)
 	if promoter, ok := p.engine.(Promoter); ok {
 		mux.Handle("POST "+layout.PromotePath, RequireToken(p.token, promoteHandler(promoter, p.membership.StateDir, p.membership.Self)))
 	}

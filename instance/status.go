@@ -40,7 +40,6 @@ func (p *probeServer) statusHandler(w http.ResponseWriter, r *http.Request) {
 		status.Fenced = isFenced(p.membership.StateDir)
 	}
 	status.CredentialsApplied = p.usersApplied.Load()
-	status.MountedCertificate, status.MountedAuthorities = p.tls.MountedDigests()
 	if p.membership.DesignationDir != "" {
 		if d, err := ReadDesignation(p.membership.DesignationDir); err == nil {
 			status.DesignatedPrimary, status.Epoch = d.Primary, d.Epoch
@@ -48,4 +47,28 @@ func (p *probeServer) statusHandler(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(status)
+}
+
+// certificatesHandler answers layout.CertificatesPath, whether the engine
+// runs or not.
+func (p *probeServer) certificatesHandler(w http.ResponseWriter, _ *http.Request) {
+	var status layout.CertificateStatus
+	status.MountedCertificate, status.MountedAuthorities = p.tls.MountedDigests()
+	status.ServedCertificate = status.MountedCertificate
+	if served := p.engineCertificate.Load(); served != nil && p.engineRunning.Load() {
+		status.ServedCertificate = *served
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(status)
+}
+
+// setEngineCertificate records the certificate the running engine has
+// loaded (its file's content); nil when it is not known yet.
+func (p *probeServer) setEngineCertificate(content *string) {
+	if content == nil {
+		p.engineCertificate.Store(nil)
+		return
+	}
+	digest := layout.FileDigest([]byte(*content))
+	p.engineCertificate.Store(&digest)
 }

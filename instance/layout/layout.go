@@ -78,6 +78,8 @@ const (
 	ReadinessPath = "/readyz"
 	// StatusPath reports the instance's InstanceStatus as JSON.
 	StatusPath = "/status"
+	// CertificatesPath reports the instance's CertificateStatus as JSON.
+	CertificatesPath = "/certificates"
 	// DropSlotsPath, POSTed a DropSlotsRequest with the replication
 	// password as a bearer token, makes a PostgreSQL primary drop the
 	// physical slots it names that no replica streams from.
@@ -199,14 +201,25 @@ type InstanceStatus struct {
 	// Archive reports a primary's WAL (or binlog) archiving, when the
 	// Database has a backup destination.
 	Archive *ArchiveStatus `json:"archive,omitempty"`
-	// MountedCertificate and MountedAuthorities are the SHA-256 digests
-	// (hex) of the server certificate (KeyTLSCert) and of the authorities
-	// (KeyCACert) mounted in the pod, as the kubelet last updated them:
-	// the operator changes the certificate only once every pod trusts its
-	// authorities, and drops an authority only once every pod serves the
-	// certificate. Empty without a certificate.
+}
+
+// CertificateStatus is what an instance reports at CertificatesPath about
+// the certificate files mounted in its pod, as SHA-256 digests (hex,
+// FileDigest), whether its engine runs or not: the operator changes the
+// certificate only once every pod trusts its authorities, and drops an
+// authority only once every pod's engine serves the new certificate. The
+// digests are empty without a certificate.
+type CertificateStatus struct {
+	// MountedCertificate and MountedAuthorities are the digests of the
+	// server certificate (KeyTLSCert) and of the authorities (KeyCACert),
+	// as the kubelet last updated the files. The authorities are read
+	// from the files at each connection: mounted is trusted.
 	MountedCertificate string `json:"mountedCertificate,omitempty"`
 	MountedAuthorities string `json:"mountedAuthorities,omitempty"`
+	// ServedCertificate is the digest of the certificate the engine
+	// serves: it reloads a changed file within seconds. While the engine
+	// does not run, the mounted one, which it reads when it starts.
+	ServedCertificate string `json:"servedCertificate,omitempty"`
 }
 
 // FileDigest is the SHA-256 digest (hex) of content, as InstanceStatus

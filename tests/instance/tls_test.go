@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/big"
@@ -151,9 +152,10 @@ func TestPostgresServesTLS(t *testing.T) {
 	}
 }
 
-// expectMountedDigests expects the program's /status to report the
-// digests of the certificate and the authorities mounted in certs.dir,
-// and returns the certificate's.
+// expectMountedDigests expects the program to report at /certificates the
+// digests of the certificate and the authorities mounted in certs.dir, and
+// the engine serving that certificate once it has reloaded it; it returns
+// the certificate's digest.
 func expectMountedDigests(t *testing.T, p *program, certs *certificates) string {
 	t.Helper()
 	digest := func(name string) string {
@@ -163,14 +165,23 @@ func expectMountedDigests(t *testing.T, p *program, certs *certificates) string 
 		}
 		return layout.FileDigest(content)
 	}
-	status := p.status(t)
-	if got, want := status["mountedCertificate"], digest(layout.KeyTLSCert); got != want {
-		t.Errorf("/status reports the mounted certificate %v, want %s", got, want)
-	}
-	if got, want := status["mountedAuthorities"], digest(layout.KeyCACert); got != want {
-		t.Errorf("/status reports the mounted authorities %v, want %s", got, want)
-	}
-	return digest(layout.KeyTLSCert)
+	want := layout.CertificateStatus{MountedCertificate: digest(layout.KeyTLSCert), MountedAuthorities: digest(layout.KeyCACert), ServedCertificate: digest(layout.KeyTLSCert)}
+	eventually(t, 15*time.Second, "the mounted files' digests reported", func() error {
+		resp, err := p.client.Get(strings.Replace(p.probe, "/readyz", layout.CertificatesPath, 1))
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		var got layout.CertificateStatus
+		if err := json.NewDecoder(resp.Body).Decode(&got); err != nil {
+			return err
+		}
+		if got != want {
+			return fmt.Errorf("reported %+v, want %+v", got, want)
+		}
+		return nil
+	})
+	return want.MountedCertificate
 }
 
 // TestMariaDBServesTLS is TestPostgresServesTLS for MariaDB.
