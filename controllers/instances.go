@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -64,6 +65,10 @@ func readCertificates(ctx context.Context, target instanceTarget) (layout.Certif
 	return status, err
 }
 
+// errNotServed is getInstance's error for a path the instance program
+// does not serve: one from before it did.
+var errNotServed = errors.New("the instance program does not serve it")
+
 // getInstance reads the JSON an instance program serves at path into out.
 func getInstance(ctx context.Context, target instanceTarget, path string, out any) error {
 	ctx, cancel := context.WithTimeout(ctx, instanceStatusTimeout)
@@ -77,10 +82,13 @@ func getInstance(ctx context.Context, target instanceTarget, path string, out an
 		return err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("instance %s%s: %s", target.base, path, resp.Status)
+	switch resp.StatusCode {
+	case http.StatusOK:
+		return json.NewDecoder(resp.Body).Decode(out)
+	case http.StatusNotFound:
+		return fmt.Errorf("instance %s%s: %w", target.base, path, errNotServed)
 	}
-	return json.NewDecoder(resp.Body).Decode(out)
+	return fmt.Errorf("instance %s%s: %s", target.base, path, resp.Status)
 }
 
 // instancesSettling tells whether any running pod's instance is still

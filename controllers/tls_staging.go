@@ -3,6 +3,7 @@ package controllers
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -138,7 +139,8 @@ func (r *DatabaseReconciler) stageServerCertificate(ctx context.Context, s *scop
 // reports it whether its engine runs or not (taken: the digest of its
 // mounted authorities, or of the certificate its engine serves). A pod
 // whose instance program does not answer is not waited for: it serves no
-// one, and reads the files as they are when it starts. It waits at most
+// one, and reads the files as they are when it starts; one from before the
+// report (it answers, but not this) is, since it cannot tell. It waits at most
 // stageMountTimeout from the last step, then records a Warning Event that
 // names the pods and goes on; timedOut says so.
 func (r *DatabaseReconciler) waitForMounts(ctx context.Context, s *scope, current *corev1.Secret, what string, content []byte, taken func(layout.CertificateStatus) string) (wait, timedOut bool, err error) {
@@ -146,15 +148,19 @@ func (r *DatabaseReconciler) waitForMounts(ctx context.Context, s *scope, curren
 	if err := r.Client.List(ctx, pods, client.InNamespace(s.db.Namespace), client.MatchingLabels(s.db.SelectorLabels())); err != nil {
 		return false, false, fmt.Errorf("listing pods: %w", err)
 	}
-	reports := map[string]layout.CertificateStatus{}
+	reports := map[string]*layout.CertificateStatus{}
 	for i := range pods.Items {
 		pod := &pods.Items[i]
 		if pod.Status.PodIP == "" || !pod.DeletionTimestamp.IsZero() {
 			continue
 		}
 		// The operator verifies the pods against what the Secret trusts now.
-		if report, err := readCertificates(ctx, instanceTargetOf(s.db, current.Data[layout.KeyCACert], pod)); err == nil {
-			reports[pod.Name] = report
+		report, err := readCertificates(ctx, instanceTargetOf(s.db, current.Data[layout.KeyCACert], pod))
+		switch {
+		case err == nil:
+			reports[pod.Name] = &report
+		case errors.Is(err, errNotServed):
+			reports[pod.Name] = nil
 		}
 	}
 	lagging := podsNotTaking(reports, taken, content)
@@ -170,14 +176,18 @@ func (r *DatabaseReconciler) waitForMounts(ctx context.Context, s *scope, curren
 	return false, true, nil
 }
 
-// podsNotTaking names the pods whose report is not of content taken. A
-// report without a digest (no certificate mounted: a pod from before
-// dbpilot issued them) is not waited for.
-func podsNotTaking(reports map[string]layout.CertificateStatus, taken func(layout.CertificateStatus) string, content []byte) []string {
+// podsNotTaking names the pods whose report is not of content taken, or
+// that cannot tell (nil). A report without a digest (no certificate
+// mounted: a pod from before dbpilot issued them) is not waited for.
+func podsNotTaking(reports map[string]*layout.CertificateStatus, taken func(layout.CertificateStatus) string, content []byte) []string {
 	want := layout.FileDigest(content)
 	var lagging []string
 	for pod, report := range reports {
-		if digest := taken(report); digest != "" && digest != want {
+		if report == nil {
+			lagging = append(lagging, pod)
+			continue
+		}
+		if digest := taken(*report); digest != "" && digest != want {
 			lagging = append(lagging, pod)
 		}
 	}

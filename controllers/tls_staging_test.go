@@ -57,13 +57,15 @@ func TestCertificateStepsKeepEveryServedCertificateTrusted(t *testing.T) {
 	}
 }
 
-func TestPodsNotTakingIgnoresPodsWithoutACertificate(t *testing.T) {
+func TestPodsNotTakingWaitsForPodsThatCannotTell(t *testing.T) {
 	content := []byte("ca bundle")
-	reports := map[string]layout.CertificateStatus{
+	reports := map[string]*layout.CertificateStatus{
 		"orders-0": {MountedAuthorities: layout.FileDigest(content)},
 		"orders-1": {MountedAuthorities: layout.FileDigest([]byte("former ca"))},
+		// No certificate mounted: nothing to wait for.
 		"orders-2": {},
-		"orders-3": {MountedAuthorities: layout.FileDigest([]byte("former ca"))},
+		// An instance program from before the report.
+		"orders-3": nil,
 	}
 	got := podsNotTaking(reports, func(c layout.CertificateStatus) string { return c.MountedAuthorities }, content)
 	if want := []string{"orders-1", "orders-3"}; !slices.Equal(got, want) {

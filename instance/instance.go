@@ -204,6 +204,16 @@ func Run(ctx context.Context, engine Engine, files CredentialFiles, probes Probe
 			return fmt.Errorf("bootstrap: %w", err)
 		}
 	}
+	// The certificate the engine reads as it starts: recorded before the
+	// start, so that one the kubelet replaces meanwhile is reloaded, and
+	// never reported served before it is.
+	var certificate FollowedFile
+	reloader, reloads := engine.(TLSReloader)
+	if reloads && reloader.TLSFiles().Enabled() {
+		if content, _, err := certificate.Changed(reloader.TLSFiles().CertFile()); err == nil {
+			certificate.Applied(content)
+		}
+	}
 	server := engine.ServerCommand()
 	server.Stdout, server.Stderr = os.Stdout, os.Stderr
 	// The server gets its own process group, so a terminal's Ctrl-C meant for
@@ -213,11 +223,9 @@ func Run(ctx context.Context, engine Engine, files CredentialFiles, probes Probe
 		return fmt.Errorf("starting %s: %w", server.Path, err)
 	}
 	log.Info("engine started", "pid", server.Process.Pid)
+	endpoints.setEngineCertificate(certificate.applied)
 	endpoints.engineRunning.Store(true)
 	defer endpoints.engineRunning.Store(false)
-	// A new engine reads the mounted certificate as it starts: until it
-	// is ready, the mounted one stands for it.
-	endpoints.setEngineCertificate(nil)
 	exited := make(chan error, 1)
 	go func() { exited <- server.Wait() }()
 
@@ -311,15 +319,8 @@ func Run(ctx context.Context, engine Engine, files CredentialFiles, probes Probe
 	log.Info("engine ready, credentials applied")
 
 	// The kubelet updates a mounted Secret's files in place: a changed
-	// Secret is applied to the running engine, without a restart. The
-	// engine has just read its certificate.
-	var certificate FollowedFile
-	if reloader, ok := engine.(TLSReloader); ok && reloader.TLSFiles().Enabled() {
-		if content, _, err := certificate.Changed(reloader.TLSFiles().CertFile()); err == nil {
-			certificate.Applied(content)
-			endpoints.setEngineCertificate(&content)
-		}
-	}
+	// Secret is applied to the running engine, without a restart (one
+	// changed while it started included).
 	ticker := time.NewTicker(credentialsPollInterval)
 	defer ticker.Stop()
 	var secured time.Time

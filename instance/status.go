@@ -55,15 +55,18 @@ func (p *probeServer) certificatesHandler(w http.ResponseWriter, _ *http.Request
 	var status layout.CertificateStatus
 	status.MountedCertificate, status.MountedAuthorities = p.tls.MountedDigests()
 	status.ServedCertificate = status.MountedCertificate
-	if served := p.engineCertificate.Load(); served != nil && p.engineRunning.Load() {
-		status.ServedCertificate = *served
+	if p.engineRunning.Load() {
+		status.ServedCertificate = ""
+		if served := p.engineCertificate.Load(); served != nil {
+			status.ServedCertificate = *served
+		}
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(status)
 }
 
 // setEngineCertificate records the certificate the running engine has
-// loaded (its file's content); nil when it is not known yet.
+// loaded (its file's content); nil when it serves none.
 func (p *probeServer) setEngineCertificate(content *string) {
 	if content == nil {
 		p.engineCertificate.Store(nil)

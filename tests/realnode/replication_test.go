@@ -236,6 +236,7 @@ func switchToProvidedCertificate(t *testing.T, g Gomega, db *dbpilotv1alpha1.Dat
 		db.Spec.Engine, time.Since(start).Seconds(), seen.rounds, seen.verified, seen.failed)
 	g.Expect(seen.failures).To(BeEmpty(), "while the certificate changed, a pod served one that the pods' Secret or another pod's mounted authorities did not verify")
 	g.Expect(seen.versions).To(Equal(3), "the pods' Secret trusted dbpilot's authority, both, then the user's")
+	g.Expect(seen.fewestPods).To(Equal(int(*db.Spec.Replicas)), "every round checked every pod")
 	g.Eventually(func(g Gomega) {
 		g.Expect(eventNote(g, db.Namespace, dbpilotv1alpha1.EventReasonCertificateAuthorityAdded)).To(Equal(
 			"Secret orders-tls trusts the new certificate's authorities beside the former ones; the certificate follows once every pod has them"))

@@ -28,7 +28,9 @@ import (
 // its instance program's (which the operator verifies for the headless
 // Service's name) against the Secret's.
 type trustWatch struct {
-	db       *dbpilotv1alpha1.Database
+	db *dbpilotv1alpha1.Database
+	// client reads the instance programs' reports, one connection each.
+	client   *http.Client
 	done     chan struct{}
 	result   chan trustResult
 	finished *trustResult
@@ -41,12 +43,16 @@ type trustResult struct {
 	failures []string
 	// versions counts the authorities the Secret held, one after another.
 	versions int
+	// fewestPods is the fewest pods a round checked.
+	fewestPods int
 }
 
 func watchTrust(db *dbpilotv1alpha1.Database) *trustWatch {
-	w := &trustWatch{db: db, done: make(chan struct{}), result: make(chan trustResult, 1)}
+	w := &trustWatch{db: db, done: make(chan struct{}), result: make(chan trustResult, 1),
+		client: &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{
+			TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, DisableKeepAlives: true}}}
 	go func() {
-		var r trustResult
+		r := trustResult{fewestPods: -1}
 		// Every version of the Secret's authorities, by digest: the pods
 		// report theirs by digest.
 		authorities := map[string][]byte{}
@@ -55,7 +61,10 @@ func watchTrust(db *dbpilotv1alpha1.Database) *trustWatch {
 		defer ticker.Stop()
 		for {
 			r.rounds++
-			digest, errs := w.check(authorities, &r.verified)
+			digest, pods, errs := w.check(authorities, &r.verified)
+			if r.fewestPods < 0 || pods < r.fewestPods {
+				r.fewestPods = pods
+			}
 			if digest != "" && digest != last {
 				r.versions++
 				last = digest
@@ -94,22 +103,23 @@ type servedChains struct {
 }
 
 // check makes one round: it records the Secret's authorities, verifies
-// every pod's served certificates, and returns the authorities' digest and
-// what failed; verified counts the verifications.
-func (w *trustWatch) check(authorities map[string][]byte, verified *int) (string, []error) {
+// every pod's served certificates, and returns the authorities' digest,
+// how many pods it checked and what failed; verified counts the
+// verifications.
+func (w *trustWatch) check(authorities map[string][]byte, verified *int) (string, int, []error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	db := w.db
 	secret, err := clientset.CoreV1().Secrets(db.Namespace).Get(ctx, db.ServerCertificateSecretName(), metav1.GetOptions{})
 	if err != nil {
-		return "", []error{err}
+		return "", 0, []error{err}
 	}
 	trusted := secret.Data[layout.KeyCACert]
 	digest := layout.FileDigest(trusted)
 	authorities[digest] = trusted
 	pods, err := clientset.CoreV1().Pods(db.Namespace).List(ctx, metav1.ListOptions{LabelSelector: labels.FormatLabels(db.SelectorLabels())})
 	if err != nil {
-		return digest, []error{err}
+		return digest, 0, []error{err}
 	}
 	served := map[string]servedChains{}
 	var errs []error
@@ -117,7 +127,7 @@ func (w *trustWatch) check(authorities map[string][]byte, verified *int) (string
 		if pod.Status.PodIP == "" || pod.DeletionTimestamp != nil {
 			continue
 		}
-		chains, err := podChains(ctx, pod.Status.PodIP)
+		chains, err := podChains(ctx, w.client, pod.Status.PodIP)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", pod.Name, err))
 			continue
@@ -146,12 +156,12 @@ func (w *trustWatch) check(authorities map[string][]byte, verified *int) (string
 			}
 		}
 	}
-	return digest, errs
+	return digest, len(served), errs
 }
 
 // podChains reads the certificates a PostgreSQL pod serves, without
 // verifying them, and what its instance program reports mounted.
-func podChains(ctx context.Context, ip string) (servedChains, error) {
+func podChains(ctx context.Context, client *http.Client, ip string) (servedChains, error) {
 	var chains servedChains
 	dialer := &net.Dialer{Timeout: 3 * time.Second}
 	// The engine: PostgreSQL's SSLRequest, then the handshake.
@@ -177,7 +187,6 @@ func podChains(ctx context.Context, ip string) (servedChains, error) {
 	}
 	chains.engine = engine.ConnectionState().PeerCertificates
 	// The instance program: its certificate, and its report.
-	client := &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
 	resp, err := client.Get("https://" + net.JoinHostPort(ip, strconv.Itoa(layout.ProbePort)) + layout.CertificatesPath)
 	if err != nil {
 		return chains, err
