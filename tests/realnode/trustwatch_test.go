@@ -51,35 +51,43 @@ func watchTrust(db *dbpilotv1alpha1.Database) *trustWatch {
 	w := &trustWatch{db: db, done: make(chan struct{}), result: make(chan trustResult, 1),
 		client: &http.Client{Timeout: 3 * time.Second, Transport: &http.Transport{
 			TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, DisableKeepAlives: true}}}
+	r := trustResult{fewestPods: -1}
+	// Every version of the Secret's authorities, by digest: the pods
+	// report theirs by digest.
+	authorities := map[string][]byte{}
+	last := ""
+	round := func() {
+		r.rounds++
+		digest, pods, errs := w.check(authorities, &r.verified)
+		if r.fewestPods < 0 || pods < r.fewestPods {
+			r.fewestPods = pods
+		}
+		if digest != "" && digest != last {
+			r.versions++
+			last = digest
+		}
+		for _, err := range errs {
+			r.failed++
+			if len(r.failures) < 10 {
+				r.failures = append(r.failures, time.Now().Format(time.TimeOnly)+" "+err.Error())
+			}
+		}
+	}
+	// The first round before it returns, so the Secret as it is before
+	// the change is seen; the last when it is stopped, so is the Secret as
+	// its caller last saw it.
+	round()
 	go func() {
-		r := trustResult{fewestPods: -1}
-		// Every version of the Secret's authorities, by digest: the pods
-		// report theirs by digest.
-		authorities := map[string][]byte{}
-		last := ""
 		ticker := time.NewTicker(time.Second)
 		defer ticker.Stop()
 		for {
-			r.rounds++
-			digest, pods, errs := w.check(authorities, &r.verified)
-			if r.fewestPods < 0 || pods < r.fewestPods {
-				r.fewestPods = pods
-			}
-			if digest != "" && digest != last {
-				r.versions++
-				last = digest
-			}
-			for _, err := range errs {
-				r.failed++
-				if len(r.failures) < 10 {
-					r.failures = append(r.failures, time.Now().Format(time.TimeOnly)+" "+err.Error())
-				}
-			}
 			select {
 			case <-w.done:
+				round()
 				w.result <- r
 				return
 			case <-ticker.C:
+				round()
 			}
 		}
 	}()
