@@ -53,8 +53,10 @@ func (r *DatabaseReconciler) reconcileIssuedCertificate(ctx context.Context, s *
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	pair := pki.KeyPair{CertPEM: current.Data[layout.KeyTLSCert], KeyPEM: current.Data[layout.KeyTLSKey]}
-	reason, renewAt := pki.ServerRenewal(pair, authority, db.ServerNames(), now)
+	served := func() pki.KeyPair {
+		return pki.KeyPair{CertPEM: current.Data[layout.KeyTLSCert], KeyPEM: current.Data[layout.KeyTLSKey]}
+	}
+	reason, _ := pki.ServerRenewal(served(), authority, db.ServerNames(), now)
 	result, err := r.stageServerCertificate(ctx, s, current, certificateChange{
 		authorities: authority.CertPEM, changes: reason != "",
 		serve: func() (pki.KeyPair, error) {
@@ -62,16 +64,20 @@ func (r *DatabaseReconciler) reconcileIssuedCertificate(ctx context.Context, s *
 			if err != nil {
 				return pki.KeyPair{}, fmt.Errorf("issuing the server certificate: %w", err)
 			}
-			renewAt = now.Add(pki.ServerValidity - pki.RenewBefore)
 			return server, nil
 		},
 		reason: dbpilotv1alpha1.EventReasonCertificateIssued, action: "IssueCertificate",
 		note: fmt.Sprintf("Issued the server certificate in Secret %s again: %s", db.ServerCertificateSecretName(), reason),
 	})
-	if err != nil || renewAt.IsZero() {
+	if err != nil {
 		return result, err
 	}
-	return soonest(result, ctrl.Result{RequeueAfter: renewAt.Sub(now)}), nil
+	// current is what the pods mount now: its renewal is due then, unless
+	// a staged step comes first.
+	if _, renewAt := pki.ServerRenewal(served(), authority, db.ServerNames(), now); !renewAt.IsZero() {
+		result = soonest(result, ctrl.Result{RequeueAfter: renewAt.Sub(now)})
+	}
+	return result, nil
 }
 
 // observeServerCertificate keeps the expiry metric of a Database dbpilot

@@ -111,11 +111,11 @@ func (r *DatabaseReconciler) stageServerCertificate(ctx context.Context, s *scop
 		if err != nil {
 			return ctrl.Result{}, err
 		}
-		joined := pki.JoinBundles(trusted, change.authorities)
-		if err := r.writeServerCertificate(ctx, db, current, desired.ServerCertificateSecret(db, server, joined), change.reason, change.action, "%s", change.note); err != nil {
+		// trusted holds the authorities it needs (stepTrust came first).
+		if err := r.writeServerCertificate(ctx, db, current, desired.ServerCertificateSecret(db, server, trusted), change.reason, change.action, "%s", change.note); err != nil {
 			return ctrl.Result{}, err
 		}
-		if !bytes.Equal(joined, change.authorities) {
+		if !bytes.Equal(trusted, change.authorities) {
 			return ctrl.Result{RequeueAfter: stagePoll}, nil
 		}
 	case stepRetire:

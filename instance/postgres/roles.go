@@ -122,17 +122,16 @@ const standbyProbeTimeout = 2 * time.Second
 //     a certificate that does not verify (an authority changing): as
 //     before, until SecureReplication finds it verifies.
 func (e *Engine) standbySSLMode(ctx context.Context) string {
-	r := e.Replication
-	if !r.TLS.Enabled() {
-		return sslPrefer
-	}
 	ctx, cancel := context.WithTimeout(ctx, standbyProbeTimeout)
 	defer cancel()
-	verified, err := ServesVerifiedTLS(ctx, r.PrimaryHost, r.port(), r.TLS)
-	if verified || errors.Is(err, errNoAnswer) {
+	mode, err := e.Replication.sslMode(ctx, e.Replication.PrimaryHost)
+	switch {
+	case errors.Is(err, errNoAnswer):
 		return sslVerifyFull
+	case err != nil:
+		return sslPrefer
 	}
-	return sslPrefer
+	return mode
 }
 
 // StandbyConfig is postgresql.auto.conf with the standby settings of r in
