@@ -60,6 +60,8 @@ type Server struct {
 
 	cmd     *exec.Cmd
 	ownsDir bool
+	// logDir holds the server's log; Stop removes it.
+	logDir string
 	// exited is closed when the process has exited, with exitErr set.
 	exited  chan struct{}
 	exitErr error
@@ -109,7 +111,11 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 	s.cmd = exec.Command(cfg.Binary, append(args, "posix", s.Dir)...)
 	s.cmd.Env = append(os.Environ(), "ROOT_ACCESS_KEY="+s.AccessKey, "ROOT_SECRET_KEY="+s.SecretKey)
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	logFile, err := os.Create(filepath.Join(os.TempDir(), fmt.Sprintf("versitygw-%d.log", port)))
+	if s.logDir, err = os.MkdirTemp("", "s3server-log-"); err != nil {
+		s.cleanup()
+		return nil, err
+	}
+	logFile, err := os.Create(filepath.Join(s.logDir, "versitygw.log"))
 	if err != nil {
 		s.cleanup()
 		return nil, err
@@ -125,8 +131,9 @@ func Start(ctx context.Context, cfg Config) (*Server, error) {
 		close(s.exited)
 	}()
 	if err := s.waitReady(ctx); err != nil {
+		log := logTail(logFile.Name())
 		s.Stop()
-		return nil, fmt.Errorf("versitygw did not start (log in %s): %w", logFile.Name(), err)
+		return nil, fmt.Errorf("versitygw did not start: %w; its log ends: %s", err, log)
 	}
 	return s, nil
 }
@@ -207,6 +214,22 @@ func (s *Server) cleanup() {
 	if s.ownsDir {
 		_ = os.RemoveAll(s.Dir)
 	}
+	if s.logDir != "" {
+		_ = os.RemoveAll(s.logDir)
+	}
+}
+
+// logTail is the end of the server's log, for an error that outlives it.
+func logTail(path string) string {
+	const tail = 2048
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	if len(b) > tail {
+		b = b[len(b)-tail:]
+	}
+	return strings.TrimSpace(string(b))
 }
 
 func freePort(host string) (int, error) {
