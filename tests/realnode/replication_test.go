@@ -88,7 +88,8 @@ func testReplicasServeReads(t *testing.T, tc replicationSQL) {
 	db := newDatabase(ns, "orders", tc.engine, tc.version, 3)
 	db.Spec.TLS = &dbpilotv1alpha1.TLSSpec{Required: true}
 	// PostgreSQL switches to the platform team's certificate while it
-	// runs (a minute of the kubelet's); MariaDB serves it from the start.
+	// runs (the kubelet updates the mounted Secret in steps); MariaDB
+	// serves it from the start.
 	switches := tc.engine == dbpilotv1alpha1.EnginePostgres
 	if !switches {
 		db.Spec.TLS.ServerCertificateSecretName = "orders-cert"
