@@ -133,9 +133,14 @@ test: deps controlplane-realnode ## Run every test suite (installs and builds wh
 	$(MAKE) --no-print-directory -j2 --output-sync=line test-on-realnode test-beside-realnode
 	$(MAKE) --no-print-directory test-realnode-cpu
 
+# What runs beside the real node's suites yields the CPU to them: they are
+# the longer stream (their test binary compiles while the late tools build,
+# and their waits are timed).
+BESIDE := nice -n 10
 # The late tools, built once by whichever of make test's two streams asks
 # first (the other waits for the lock, then finds them built).
-LATE_TOOLS_BUILD = mkdir -p $(LOCALBIN) && flock $(LOCALBIN)/.late-tools.lock $(MAKE) --no-print-directory -j1 $(LATE_TOOLS)
+# (bin/ exists by then: make test's first step builds the control plane.)
+LATE_TOOLS_BUILD = flock $(LOCALBIN)/.late-tools.lock $(MAKE) --no-print-directory -j1 $(LATE_TOOLS)
 
 .PHONY: test-on-realnode
 test-on-realnode: ## The real node's suites but the CPU-judging tests, then the OLM checks (whose scorecard runs on a real node too), one at a time.
@@ -143,9 +148,9 @@ test-on-realnode: ## The real node's suites but the CPU-judging tests, then the 
 	$(MAKE) --no-print-directory test-olm
 
 .PHONY: test-beside-realnode
-test-beside-realnode: ## What needs no real node, one at a time: the generated files' check, the late tools (kwok's, OLM's, the S3 server) and the OLM checks', the kwok suites, vet, the unit tests and the fuzzers (one worker each).
-	$(LATE_TOOLS_BUILD)
-	$(MAKE) --no-print-directory -j1 verify-generated $(KUSTOMIZE) $(OPERATOR_SDK) test-kwok vet test-unit fuzz FUZZFLAGS=-parallel=1
+test-beside-realnode: ## What needs no real node, one at a time and at a lower CPU priority than the real node's suites: the generated files' check, the late tools (kwok's, OLM's, the S3 server) and the OLM checks', the kwok suites, vet, the unit tests and the fuzzers (one worker each).
+	$(BESIDE) $(LATE_TOOLS_BUILD)
+	$(BESIDE) $(MAKE) --no-print-directory -j1 verify-generated $(KUSTOMIZE) $(OPERATOR_SDK) test-kwok vet test-unit fuzz FUZZFLAGS=-parallel=1
 
 # The fuzzers' budgets are counts of executions, not durations: a duration
 # races Go's fuzzing coordinator at its deadline, which then fails the
