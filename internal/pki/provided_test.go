@@ -40,7 +40,9 @@ func cmChain(t *testing.T, opts leafOptions) (leaf KeyPair, intermediatePEM, roo
 	cert, key := signRSA(t, &x509.Certificate{SerialNumber: big.NewInt(3), Subject: pkix.Name{CommonName: "leaf"}, NotBefore: opts.notBefore,
 		NotAfter: now.Add(60 * 24 * time.Hour), DNSNames: opts.dnsNames, ExtKeyUsage: opts.usages,
 		KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment}, intermediate, intermediateKey)
-	encode := func(cert *x509.Certificate) []byte { return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Raw}) }
+	encode := func(cert *x509.Certificate) []byte {
+		return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: cert.Raw})
+	}
 	return KeyPair{
 		CertPEM: encode(cert),
 		KeyPEM:  pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}),
