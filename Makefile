@@ -44,8 +44,8 @@ GO ?= go
 export GOTOOLCHAIN := local
 # No DWARF in what make compiles (the tools, the tests): the compiler runs
 # about 15 % faster, and stack traces do not need it. Set GOFLAGS (even to
-# nothing) to compile with it.
-export GOFLAGS ?= -gcflags=all=-dwarf=false
+# nothing) to compile with it; the flags of Go's env file are kept.
+export GOFLAGS ?= $(strip $(shell $(GO) env GOFLAGS) -gcflags=all=-dwarf=false)
 
 LOCALBIN := $(CURDIR)/bin
 CONTROLPLANE := $(LOCALBIN)/controlplane
@@ -64,11 +64,13 @@ VERSITYGW := $(LOCALBIN)/versitygw/$(VERSITYGW_VERSION)/versitygw
 KUBECTL := $(LOCALBIN)/kubectl
 # kwok's Stage manifests (node and pod lifecycles), copied from its module.
 KWOK_STAGES := $(dir $(KWOK))stages
-# The tools make test builds beside the real node's suites: controller-gen
-# (the generated files' check), kwok (the kwok suites and the harness's own
-# tests), OLM's (the real node's OLM test, the catalog) and the S3 server
-# (the backup tests).
-LATE_TOOLS := $(CONTROLLER_GEN) $(KWOK_STAGES)/.copied $(OLM_DIR)/.built $(OPM) $(GRPC_HEALTH_PROBE) $(VERSITYGW)
+# The tools make test builds beside the real node's suites: kwok (the kwok
+# suites and the harness's own tests), OLM's (the real node's OLM test, the
+# catalog) and the S3 server (the backup tests).
+LATE_TOOLS := $(KWOK_STAGES)/.copied $(OLM_DIR)/.built $(OPM) $(GRPC_HEALTH_PROBE) $(VERSITYGW)
+# The tools of the checks make test runs beside the real node's suites or
+# after them: the generated files' and the OLM checks'.
+CHECK_TOOLS := $(CONTROLLER_GEN) $(KUSTOMIZE) $(OPERATOR_SDK)
 BUILD_TOOL := hack/build-tool.sh
 
 # Progress of tool builds: "[n/m] building X", where m counts the tools that
@@ -115,8 +117,11 @@ generate: $(CONTROLLER_GEN) ## Generate the DeepCopy methods of the API types.
 	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./api/..."
 
 .PHONY: verify-generated
-verify-generated: manifests generate ## Fail when generated files differ from what is committed.
-	@git diff --exit-code -- api config || { echo "generated files are out of date: run 'make manifests generate' and commit"; exit 1; }
+verify-generated: $(CONTROLLER_GEN) ## Fail when the generated files differ from what the Go markers generate (generated in a copy of the tree, which the suites make test runs beside it never see rewritten).
+	@copy=$$(mktemp -d) && trap 'rm -rf "$$copy"' EXIT && \
+	git ls-files -z --cached --others --exclude-standard | while IFS= read -r -d '' f; do [[ ! -e "$$f" ]] || printf '%s\0' "$$f"; done | xargs -0 cp --parents -t "$$copy" && \
+	$(MAKE) --no-print-directory -C "$$copy" manifests generate CONTROLLER_GEN=$(CONTROLLER_GEN) > /dev/null && \
+	diff -r api "$$copy/api" && diff -r config "$$copy/config" || { echo "generated files are out of date: run 'make manifests generate' and commit"; exit 1; }
 
 .PHONY: fmt
 fmt: ## Run go fmt.
@@ -139,8 +144,9 @@ test: deps controlplane-realnode ## Run every test suite (installs and builds wh
 BESIDE := nice -n 10
 # The late tools, built once by whichever of make test's two streams asks
 # first (the other waits for the lock, then finds them built).
-# (bin/ exists by then: make test's first step builds the control plane.)
-LATE_TOOLS_BUILD = flock $(LOCALBIN)/.late-tools.lock $(MAKE) --no-print-directory -j1 $(LATE_TOOLS)
+# (A recipe makes bin/ first: the nice of the stream beside the real node's
+# must reach the build, not only mkdir.)
+LATE_TOOLS_BUILD = flock $(LOCALBIN)/.late-tools.lock $(MAKE) --no-print-directory -j1 $(CHECK_TOOLS) $(LATE_TOOLS)
 
 .PHONY: test-on-realnode
 test-on-realnode: ## The real node's suites but the CPU-judging tests, then the OLM checks (whose scorecard runs on a real node too), one at a time.
@@ -149,8 +155,9 @@ test-on-realnode: ## The real node's suites but the CPU-judging tests, then the 
 
 .PHONY: test-beside-realnode
 test-beside-realnode: ## What needs no real node, one at a time and at a lower CPU priority than the real node's suites: the generated files' check, the late tools (kwok's, OLM's, the S3 server) and the OLM checks', the kwok suites, vet, the unit tests and the fuzzers (one worker each).
+	@mkdir -p $(LOCALBIN)
 	$(BESIDE) $(LATE_TOOLS_BUILD)
-	$(BESIDE) $(MAKE) --no-print-directory -j1 verify-generated $(KUSTOMIZE) $(OPERATOR_SDK) test-kwok vet test-unit fuzz FUZZFLAGS=-parallel=1
+	$(BESIDE) $(MAKE) --no-print-directory -j1 verify-generated test-kwok vet test-unit fuzz FUZZFLAGS=-parallel=1
 
 # The fuzzers' budgets are counts of executions, not durations: a duration
 # races Go's fuzzing coordinator at its deadline, which then fails the
@@ -193,6 +200,7 @@ test-realnode: controlplane realnode-suites ## The real node's suites but the CP
 REALNODE_LATE_TESTS ?= ^(TestOLMInstallsTheOperator|TestBackupsAndPointInTimeRestore)$$
 realnode-suites: controlplane-realnode
 	DBPILOT_REALNODE=$(REALNODE) $(GO) test -count=1 -timeout 40m -skip '$(REALNODE_CPU_TESTS)|$(REALNODE_LATE_TESTS)' ./tests/realnode/
+	@mkdir -p $(LOCALBIN)
 	$(LATE_TOOLS_BUILD)
 	DBPILOT_REALNODE=$(REALNODE) $(GO) test -count=1 -timeout 20m -run '$(REALNODE_LATE_TESTS)' ./tests/realnode/
 	DBPILOT_REALNODE=$(REALNODE) $(GO) test -count=1 -timeout 10m ./internal/localcluster/...
