@@ -57,6 +57,10 @@ type DatabaseReconciler struct {
 	// InPlaceResize: the API server serves pods/resize, so a tier change
 	// resizes the running pods instead of restarting them.
 	InPlaceResize bool
+	// StageMountTimeout is how long each step of a staged change of
+	// certificate authority waits for every pod to report the files of
+	// the step before, then goes on without them; 5 minutes when zero.
+	StageMountTimeout time.Duration
 
 	// failures tells transient errors from lasting ones.
 	failures failures

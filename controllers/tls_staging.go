@@ -60,11 +60,18 @@ func certificateStepFor(current, wanted []byte, certificateChanges bool) certifi
 // have mounted: the kubelet updates a mounted Secret within about a minute.
 const stagePoll = 5 * time.Second
 
-// stageMountTimeout is how long a step waits for every pod to report the
-// files of the step before: after it, the step goes on (a Warning Event
-// names the pods), so that a certificate near its expiry does not wait for
-// a pod whose files are never updated.
-const stageMountTimeout = 5 * time.Minute
+// defaultStageMountTimeout is how long a step waits for every pod to
+// report the files of the step before: after it, the step goes on (a
+// Warning Event names the pods), so that a certificate near its expiry
+// does not wait for a pod whose files are never updated.
+const defaultStageMountTimeout = 5 * time.Minute
+
+func (r *DatabaseReconciler) stageMountTimeout() time.Duration {
+	if r.StageMountTimeout <= 0 {
+		return defaultStageMountTimeout
+	}
+	return r.StageMountTimeout
+}
 
 // certificateChange is where the Secret the pods mount should go.
 type certificateChange struct {
@@ -141,7 +148,7 @@ func (r *DatabaseReconciler) stageServerCertificate(ctx context.Context, s *scop
 // whose instance program does not answer is not waited for: it serves no
 // one, and reads the files as they are when it starts; one from before the
 // report (it answers, but not this) is, since it cannot tell. It waits at most
-// stageMountTimeout from the last step, then records a Warning Event that
+// the stage timeout from the last step, then records a Warning Event that
 // names the pods and goes on; timedOut says so.
 func (r *DatabaseReconciler) waitForMounts(ctx context.Context, s *scope, current *corev1.Secret, what string, content []byte, taken func(layout.CertificateStatus) string) (wait, timedOut bool, err error) {
 	pods := &corev1.PodList{}
@@ -168,11 +175,12 @@ func (r *DatabaseReconciler) waitForMounts(ctx context.Context, s *scope, curren
 		return false, false, nil
 	}
 	staged, _ := time.Parse(time.RFC3339, current.Annotations[desired.AnnotationCertificateStaged])
-	if r.clock().Now().Sub(staged) < stageMountTimeout {
+	timeout := r.stageMountTimeout()
+	if r.clock().Now().Sub(staged) < timeout {
 		return true, false, nil
 	}
 	r.Recorder.Eventf(s.db, nil, corev1.EventTypeWarning, dbpilotv1alpha1.EventReasonCertificateStagingTimedOut, "StageCertificate",
-		"Pods %s did not report %s of Secret %s taken %s after it was written: going on without them", strings.Join(lagging, ", "), what, current.Name, stageMountTimeout)
+		"Pods %s did not report %s of Secret %s taken %s after it was written: going on without them", strings.Join(lagging, ", "), what, current.Name, timeout)
 	return false, true, nil
 }
 

@@ -237,6 +237,18 @@ func (c *Cluster) PIDs() []int {
 	return pids
 }
 
+// PID is the process id of the component the cluster started as name
+// ("kubelet", "containerd", "kube-apiserver", ...): for a test that
+// freezes one with SIGSTOP.
+func (c *Cluster) PID(name string) (int, error) {
+	for _, p := range c.allProcesses() {
+		if p.name == name {
+			return p.pid(), nil
+		}
+	}
+	return 0, fmt.Errorf("no component named %s", name)
+}
+
 // HasRealNode reports whether the cluster runs a real node.
 func (c *Cluster) HasRealNode() bool { return c.node != nil }
 
@@ -407,6 +419,9 @@ func (c *Cluster) startControllerManager(certs pki, port int) error {
 		"--service-cluster-ip-range="+serviceClusterIPRange,
 		// Bind provisioned volumes within seconds rather than the default 15 s.
 		"--pvclaimbinder-sync-period=2s",
+		// A node whose kubelet is frozen for a minute (a test's) stays
+		// Ready: two minutes without its lease, not the default 50 s.
+		"--node-monitor-grace-period=2m",
 		"--profiling=false",
 	)
 }

@@ -26,7 +26,13 @@ import (
 )
 
 // inProcessNamespaces are watched by the operator this test process runs.
-const inProcessNamespaces = "real-postgres,real-mariadb,real-replicas-postgres,real-replicas-mariadb,real-failover-postgres,real-failover-mariadb,real-default-delay-postgres,real-default-delay-mariadb,real-sync-postgres,real-sync-mariadb,real-sync-diverged,real-rollout-postgres,real-rollout-mariadb,real-faults-postgres,real-faults-mariadb,real-backup-postgres,real-backup-mariadb,real-backup-claim,real-metrics,real-autopilot,real-autopilot-mariadb"
+const inProcessNamespaces = "real-postgres,real-mariadb,real-replicas-postgres,real-replicas-mariadb,real-failover-postgres,real-failover-mariadb,real-default-delay-postgres,real-default-delay-mariadb,real-sync-postgres,real-sync-mariadb,real-sync-diverged,real-rollout-postgres,real-rollout-mariadb,real-faults-postgres,real-faults-mariadb,real-backup-postgres,real-backup-mariadb,real-backup-claim,real-metrics,real-autopilot,real-autopilot-mariadb,real-staging-timeout"
+
+// stageMountTimeout is how long the suite's operator waits for the pods
+// to mount each step of a staged change of certificate authority (5
+// minutes in a deployment): the node's kubelet syncs every 10 s, and the
+// staging test freezes it for this long.
+const stageMountTimeout = time.Minute
 
 var (
 	cluster   *localcluster.Cluster
@@ -125,12 +131,13 @@ func startOperator(scheme any) (func(), error) {
 		return nil, err
 	}
 	if err := (&controllers.DatabaseReconciler{
-		Client:        mgr.GetClient(),
-		APIReader:     mgr.GetAPIReader(),
-		Recorder:      mgr.GetEventRecorder(controllers.FieldOwner),
-		Images:        images,
-		Namespaces:    opts.Namespaces(),
-		InPlaceResize: inPlace,
+		Client:            mgr.GetClient(),
+		APIReader:         mgr.GetAPIReader(),
+		Recorder:          mgr.GetEventRecorder(controllers.FieldOwner),
+		Images:            images,
+		Namespaces:        opts.Namespaces(),
+		InPlaceResize:     inPlace,
+		StageMountTimeout: stageMountTimeout,
 	}).SetupWithManager(mgr, opts.MaxConcurrentReconciles); err != nil {
 		return nil, err
 	}
