@@ -213,25 +213,9 @@ func switchToProvidedCertificate(t *testing.T, g Gomega, db *dbpilotv1alpha1.Dat
 		return k8sClient.Update(ctx, db)
 	}, 10*time.Second, 200*time.Millisecond).Should(Succeed())
 	start := time.Now()
-	for i := range int(*db.Spec.Replicas) {
-		g.Eventually(func() error {
-			session, err := connectAppToPod(ctx, db, db.PodName(i))
-			if err == nil {
-				session.close()
-			}
-			return err
-		}, 5*time.Minute, time.Second).Should(Succeed(), "%s serves the user's certificate", db.PodName(i))
-	}
+	waitServingProvidedCertificate(g, db, 5*time.Minute)
 	t.Logf("%s: every pod serves the user's certificate %.1fs after the switch", db.Spec.Engine, time.Since(start).Seconds())
-	// The former authority is dropped once every pod serves the new
-	// certificate: the pods' Secret trusts the user's ca.crt alone.
-	user := &corev1.Secret{}
-	g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: db.Namespace, Name: "orders-cert"}, user)).To(Succeed())
-	g.Eventually(func(g Gomega) []byte {
-		served := &corev1.Secret{}
-		g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: db.Namespace, Name: db.ServerCertificateSecretName()}, served)).To(Succeed())
-		return served.Data[layout.KeyCACert]
-	}, time.Minute, time.Second).Should(Equal(user.Data[layout.KeyCACert]), "the former authority retired")
+	waitFormerAuthorityRetired(g, db, "orders-cert")
 	seen := trust.stop()
 	t.Logf("%s: the former authority retired %.1fs after the switch; %d rounds over every pod: %d verifications of a served certificate, %d failed",
 		db.Spec.Engine, time.Since(start).Seconds(), seen.rounds, seen.verified, seen.failed)
@@ -249,6 +233,34 @@ func switchToProvidedCertificate(t *testing.T, g Gomega, db *dbpilotv1alpha1.Dat
 	g.Expect(eventNote(g, db.Namespace, dbpilotv1alpha1.EventReasonCertificateStagingTimedOut)).To(BeEmpty(), "no step went on without a pod")
 	g.Expect(podRestarts(g, db)).To(Equal(before), "no pod restarted for the new certificate")
 	g.Expect(postmasterStarts(g, db)).To(Equal(started), "no PostgreSQL server restarted for the new certificate")
+}
+
+// waitServingProvidedCertificate waits until every pod of db serves the
+// user's certificate: an application session to each verifies it.
+func waitServingProvidedCertificate(g Gomega, db *dbpilotv1alpha1.Database, timeout time.Duration) {
+	for i := range int(*db.Spec.Replicas) {
+		g.Eventually(func() error {
+			session, err := connectAppToPod(context.Background(), db, db.PodName(i))
+			if err == nil {
+				session.close()
+			}
+			return err
+		}, timeout, time.Second).Should(Succeed(), "%s serves the user's certificate", db.PodName(i))
+	}
+}
+
+// waitFormerAuthorityRetired waits until the pods' Secret trusts the ca.crt
+// of the user's Secret provided alone: the former authority is dropped once
+// every pod serves the new certificate.
+func waitFormerAuthorityRetired(g Gomega, db *dbpilotv1alpha1.Database, provided string) {
+	ctx := context.Background()
+	user := &corev1.Secret{}
+	g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: db.Namespace, Name: provided}, user)).To(Succeed())
+	g.Eventually(func(g Gomega) []byte {
+		served := &corev1.Secret{}
+		g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: db.Namespace, Name: db.ServerCertificateSecretName()}, served)).To(Succeed())
+		return served.Data[layout.KeyCACert]
+	}, time.Minute, time.Second).Should(Equal(user.Data[layout.KeyCACert]), "the former authority retired")
 }
 
 // postmasterStarts is when each pod's PostgreSQL server started, in

@@ -9,13 +9,10 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
-	"github.com/dbpilot/dbpilot/instance/layout"
 )
 
 // TestCertificateStagingGoesOnWithoutPodsThatDoNotMount moves a running
@@ -67,22 +64,8 @@ func TestCertificateStagingGoesOnWithoutPodsThatDoNotMount(t *testing.T) {
 
 	// The kubelet back, the pods mount the Secret as it is now and serve
 	// the user's certificate; the former authority goes once they do.
-	for i := range 2 {
-		g.Eventually(func() error {
-			session, err := connectAppToPod(ctx, db, db.PodName(i))
-			if err == nil {
-				session.close()
-			}
-			return err
-		}, 2*time.Minute, time.Second).Should(Succeed(), "%s serves the user's certificate", db.PodName(i))
-	}
-	user := &corev1.Secret{}
-	g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "orders-cert"}, user)).To(Succeed())
-	g.Eventually(func(g Gomega) []byte {
-		served := &corev1.Secret{}
-		g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: db.ServerCertificateSecretName()}, served)).To(Succeed())
-		return served.Data[layout.KeyCACert]
-	}, time.Minute, time.Second).Should(Equal(user.Data[layout.KeyCACert]), "the former authority retired")
+	waitServingProvidedCertificate(g, db, 2*time.Minute)
+	waitFormerAuthorityRetired(g, db, "orders-cert")
 	g.Eventually(func(g Gomega) string {
 		return eventNote(g, ns, dbpilotv1alpha1.EventReasonCertificateAuthorityRetired)
 	}, 30*time.Second, time.Second).Should(Equal("Every pod serves the certificate in Secret orders-tls: it trusts only that certificate's authorities now"),
