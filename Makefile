@@ -134,7 +134,7 @@ vet: ## Run go vet.
 ##@ Test
 
 .PHONY: test
-test: deps controlplane-realnode ## Run every test suite (installs and builds what it needs): the real node's suites, then the OLM checks, beside everything that needs no real node (the generated files' check first); then the real node's CPU-judging tests alone.
+test: deps controlplane-realnode ## Run every test suite (installs and builds what it needs): the real node's suites, then the OLM checks, beside everything that needs no real node (the generated files' check among it); then the real node's CPU-judging tests alone.
 	$(MAKE) --no-print-directory -j2 --output-sync=line test-on-realnode test-beside-realnode
 	$(MAKE) --no-print-directory test-realnode-cpu
 
