@@ -204,16 +204,8 @@ func Run(ctx context.Context, engine Engine, files CredentialFiles, probes Probe
 			return fmt.Errorf("bootstrap: %w", err)
 		}
 	}
-	// The certificate the engine reads as it starts: recorded before the
-	// start, so that one the kubelet replaces meanwhile is reloaded, and
-	// never reported served before it is.
-	var certificate FollowedFile
-	reloader, reloads := engine.(TLSReloader)
-	if reloads && reloader.TLSFiles().Enabled() {
-		if content, _, err := certificate.Changed(reloader.TLSFiles().CertFile()); err == nil {
-			certificate.Applied(content)
-		}
-	}
+	var certificate engineCertificate
+	certificate.starting(engine, time.Now())
 	server := engine.ServerCommand()
 	server.Stdout, server.Stderr = os.Stdout, os.Stderr
 	// The server gets its own process group, so a terminal's Ctrl-C meant for
@@ -223,7 +215,7 @@ func Run(ctx context.Context, engine Engine, files CredentialFiles, probes Probe
 		return fmt.Errorf("starting %s: %w", server.Path, err)
 	}
 	log.Info("engine started", "pid", server.Process.Pid)
-	endpoints.setEngineCertificate(certificate.applied)
+	endpoints.setEngineCertificate(certificate.served)
 	endpoints.engineRunning.Store(true)
 	defer endpoints.engineRunning.Store(false)
 	exited := make(chan error, 1)
@@ -352,11 +344,8 @@ func Run(ctx context.Context, engine Engine, files CredentialFiles, probes Probe
 				cancel()
 			}
 			reloadCtx, cancel := context.WithTimeout(ctx, credentialsPollInterval)
-			if reloaded, err := followTLS(reloadCtx, engine, &certificate); err != nil {
-				log.Error("reloading the renewed server certificate; retrying", "error", err.Error())
-			} else if reloaded {
-				endpoints.setEngineCertificate(certificate.applied)
-				log.Info("server certificate renewed in the Secret: the engine serves the new one")
+			if certificate.follow(reloadCtx, engine, time.Now(), log) {
+				endpoints.setEngineCertificate(certificate.served)
 			}
 			cancel()
 			if securer, ok := engine.(ReplicationSecurer); ok && time.Since(secured) >= secureReplicationInterval {

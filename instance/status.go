@@ -65,8 +65,9 @@ func (p *probeServer) certificatesHandler(w http.ResponseWriter, _ *http.Request
 	_ = json.NewEncoder(w).Encode(status)
 }
 
-// setEngineCertificate records the certificate the running engine has
-// loaded (its file's content); nil when it serves none.
+// setEngineCertificate records the certificate the running engine serves
+// (the content of the file whose certificate it presented); nil when
+// unknown.
 func (p *probeServer) setEngineCertificate(content *string) {
 	if content == nil {
 		p.engineCertificate.Store(nil)

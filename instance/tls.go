@@ -78,22 +78,13 @@ type TLSReloader interface {
 	ReloadTLS(ctx context.Context) error
 }
 
-// followTLS has the engine reload its certificate when the mounted one
-// changed since it was last read; it returns whether it reloaded.
-func followTLS(ctx context.Context, engine Engine, followed *FollowedFile) (bool, error) {
-	reloader, ok := engine.(TLSReloader)
-	if !ok || !reloader.TLSFiles().Enabled() {
-		return false, nil
-	}
-	content, changed, err := followed.Changed(reloader.TLSFiles().CertFile())
-	if err != nil || !changed {
-		return false, err
-	}
-	if err := reloader.ReloadTLS(ctx); err != nil {
-		return false, err
-	}
-	followed.Applied(content)
-	return true, nil
+// CertificatePresenter is an engine whose running server can be asked, in
+// a TLS handshake, which certificate it serves.
+type CertificatePresenter interface {
+	// PresentedCertificate completes a TLS handshake with the running
+	// server, logging in as no one, and returns the leaf certificate
+	// (DER) it presented.
+	PresentedCertificate(ctx context.Context) ([]byte, error)
 }
 
 // ReplicationSecurer is an engine whose replica may connect to its primary

@@ -216,9 +216,13 @@ type CertificateStatus struct {
 	// from the files at each connection: mounted is trusted.
 	MountedCertificate string `json:"mountedCertificate,omitempty"`
 	MountedAuthorities string `json:"mountedAuthorities,omitempty"`
-	// ServedCertificate is the digest of the certificate the engine
-	// serves: it reloads a changed file within seconds. While the engine
-	// does not run, the mounted one, which it reads when it starts.
+	// ServedCertificate is the digest of the certificate file whose
+	// certificate the running engine presented in a TLS handshake the
+	// instance program made with it (it reloads a changed file within
+	// seconds): the former file's while the engine still presents that
+	// certificate, empty while it presents neither or has not been asked.
+	// While the engine does not run, the mounted one, which it reads when
+	// it starts.
 	ServedCertificate string `json:"servedCertificate,omitempty"`
 }
 

@@ -33,11 +33,43 @@ func ServesVerifiedTLS(ctx context.Context, host string, port int, tlsFiles inst
 	if err != nil {
 		return false, err
 	}
+	_, serves, err := handshake(ctx, host, port, config)
+	if err != nil && !errors.Is(err, errNoAnswer) {
+		err = fmt.Errorf("verifying %s's certificate: %w", host, err)
+	}
+	return serves, err
+}
+
+var _ instance.CertificatePresenter = (*Engine)(nil)
+
+// PresentedCertificate completes a TLS handshake with the running server
+// on the loopback address, as a client that logs in as no one (the server
+// logs nothing of a session that ends before its startup message), and
+// returns the leaf certificate it presented. It verifies nothing: the
+// caller compares the certificate with the mounted one, byte for byte.
+func (e *Engine) PresentedCertificate(ctx context.Context) ([]byte, error) {
+	// The certificate is compared, not verified: it need not name the
+	// loopback address.
+	config := &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12} //nolint:gosec // compared byte for byte
+	state, serves, err := handshake(ctx, "127.0.0.1", e.port(), config)
+	switch {
+	case err != nil:
+		return nil, err
+	case !serves:
+		return nil, errors.New("the server serves no TLS")
+	}
+	return state.PeerCertificates[0].Raw, nil
+}
+
+// handshake asks the PostgreSQL server at host:port for TLS and, when it
+// serves it, completes a handshake with config and hangs up; it reports
+// false, with no error, when the server answers that it serves no TLS.
+func handshake(ctx context.Context, host string, port int, config *tls.Config) (tls.ConnectionState, bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", net.JoinHostPort(host, strconv.Itoa(port)))
 	if err != nil {
-		return false, fmt.Errorf("%w: %w", errNoAnswer, err)
+		return tls.ConnectionState{}, false, fmt.Errorf("%w: %w", errNoAnswer, err)
 	}
 	defer conn.Close()
 	if deadline, ok := ctx.Deadline(); ok {
@@ -47,21 +79,22 @@ func ServesVerifiedTLS(ctx context.Context, host string, port int, tlsFiles inst
 	binary.BigEndian.PutUint32(request[0:4], 8)
 	binary.BigEndian.PutUint32(request[4:8], sslRequestCode)
 	if _, err := conn.Write(request); err != nil {
-		return false, fmt.Errorf("%w: %w", errNoAnswer, err)
+		return tls.ConnectionState{}, false, fmt.Errorf("%w: %w", errNoAnswer, err)
 	}
 	answer := make([]byte, 1)
 	if _, err := conn.Read(answer); err != nil {
-		return false, fmt.Errorf("%w: %w", errNoAnswer, err)
+		return tls.ConnectionState{}, false, fmt.Errorf("%w: %w", errNoAnswer, err)
 	}
 	switch answer[0] {
 	case 'N':
-		return false, nil
+		return tls.ConnectionState{}, false, nil
 	case 'S':
 	default:
-		return false, fmt.Errorf("%s answered %q to a TLS request", host, answer[0])
+		return tls.ConnectionState{}, false, fmt.Errorf("%s answered %q to a TLS request", host, answer[0])
 	}
-	if err := tls.Client(conn, config).HandshakeContext(ctx); err != nil {
-		return false, fmt.Errorf("verifying %s's certificate: %w", host, err)
+	session := tls.Client(conn, config)
+	if err := session.HandshakeContext(ctx); err != nil {
+		return tls.ConnectionState{}, false, err
 	}
-	return true, nil
+	return session.ConnectionState(), true, nil
 }

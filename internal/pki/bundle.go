@@ -53,3 +53,12 @@ func JoinBundles(a, b []byte) []byte {
 	}
 	return joined
 }
+
+// LeafCertificate is the DER of a PEM bundle's first certificate (a served
+// chain's leaf), nil without one.
+func LeafCertificate(bundle []byte) []byte {
+	if ders := bundleCertificates(bundle); len(ders) > 0 {
+		return ders[0]
+	}
+	return nil
+}

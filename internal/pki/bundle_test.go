@@ -34,3 +34,22 @@ func TestJoinBundlesAddsOnlyWhatIsMissing(t *testing.T) {
 		t.Errorf("joined bundle holds %d certificates, want 2:\n%s", len(bundleCertificates(joined)), joined)
 	}
 }
+
+func TestLeafCertificateIsTheChainsFirst(t *testing.T) {
+	now := time.Now()
+	authority, err := NewAuthority("root", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	server, err := IssueServer(authority, []string{"db"}, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	chain := append(append([]byte{}, server.KeyPEM...), append(append([]byte{}, server.CertPEM...), authority.CertPEM...)...)
+	if got := LeafCertificate(chain); !bytes.Equal(got, bundleCertificates(server.CertPEM)[0]) {
+		t.Error("the leaf of key, server and root is not the server's certificate")
+	}
+	if got := LeafCertificate(server.KeyPEM); got != nil {
+		t.Errorf("a bundle without certificates has a leaf of %d bytes", len(got))
+	}
+}

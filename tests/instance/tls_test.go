@@ -55,11 +55,45 @@ func newCertificates(t *testing.T, u osUser) *certificates {
 // issue writes a new server certificate and returns its serial number.
 func (c *certificates) issue(t *testing.T) *big.Int {
 	t.Helper()
+	server := c.newServer(t)
+	c.write(t, server)
+	cert, err := tls.X509KeyPair(server.CertPEM, server.KeyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	leaf, err := x509.ParseCertificate(cert.Certificate[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return leaf.SerialNumber
+}
+
+// issueUnloadable writes a new server certificate with another one's key,
+// which no server can load.
+func (c *certificates) issueUnloadable(t *testing.T) {
+	t.Helper()
+	server, other := c.newServer(t), c.newServer(t)
+	c.write(t, pki.KeyPair{CertPEM: server.CertPEM, KeyPEM: other.KeyPEM})
+}
+
+func (c *certificates) newServer(t *testing.T) pki.KeyPair {
+	t.Helper()
 	server, err := pki.IssueServer(c.authority, []string{"localhost", "127.0.0.1"}, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, content := range map[string][]byte{layout.KeyTLSCert: server.CertPEM, layout.KeyTLSKey: server.KeyPEM, layout.KeyCACert: c.authority.CertPEM} {
+	return server
+}
+
+// write mounts server's certificate and key and the authority, each file
+// replaced at once, the key first.
+func (c *certificates) write(t *testing.T, server pki.KeyPair) {
+	t.Helper()
+	for _, file := range []struct {
+		name    string
+		content []byte
+	}{{layout.KeyTLSKey, server.KeyPEM}, {layout.KeyTLSCert, server.CertPEM}, {layout.KeyCACert, c.authority.CertPEM}} {
+		name, content := file.name, file.content
 		tmp := filepath.Join(c.dir, "."+name)
 		if err := os.WriteFile(tmp, content, 0o440); err != nil {
 			t.Fatal(err)
@@ -74,15 +108,6 @@ func (c *certificates) issue(t *testing.T) *big.Int {
 			t.Fatal(err)
 		}
 	}
-	cert, err := tls.X509KeyPair(server.CertPEM, server.KeyPEM)
-	if err != nil {
-		t.Fatal(err)
-	}
-	leaf, err := x509.ParseCertificate(cert.Certificate[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	return leaf.SerialNumber
 }
 
 // followPoll is how often the instance program looks at its mounted files.
@@ -147,9 +172,80 @@ func TestPostgresServesTLS(t *testing.T) {
 		}
 		return nil
 	})
-	if renewedDigest := expectMountedDigests(t, p, certs); renewedDigest == firstDigest {
+	renewedDigest := expectMountedDigests(t, p, certs)
+	if renewedDigest == firstDigest {
 		t.Errorf("/status reports the same certificate digest after the renewal")
 	}
+	expectUnloadableKeepsServing(t, p, certs, renewedDigest, func() (*big.Int, error) {
+		_, err := connect()
+		return served(), err
+	})
+}
+
+// expectUnloadableKeepsServing mounts a certificate no server can load (its
+// key is another's) and expects the engine to keep serving the certificate
+// it serves, and its program to go on reporting that one (digest) served
+// beside the unloadable one mounted, over several of the program's polls;
+// then a good certificate mounted is served and reported. serial opens a
+// session and returns the serial number of the certificate it saw.
+func expectUnloadableKeepsServing(t *testing.T, p *program, certs *certificates, digest string, serial func() (*big.Int, error)) {
+	t.Helper()
+	before, err := serial()
+	if err != nil {
+		t.Fatal(err)
+	}
+	certs.issueUnloadable(t)
+	mounted := fileDigest(t, certs.dir, layout.KeyTLSCert)
+	eventually(t, 15*time.Second, "the unloadable certificate reported mounted", func() error {
+		got, err := certificateReport(p)
+		if err == nil && got.MountedCertificate != mounted {
+			err = fmt.Errorf("reported %+v", got)
+		}
+		return err
+	})
+	for range 6 {
+		time.Sleep(followPoll)
+		got, err := certificateReport(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.ServedCertificate != digest {
+			t.Fatalf("with a certificate it cannot load mounted, the engine is reported to serve %q; it serves the former one, %s", got.ServedCertificate, digest)
+		}
+		if now, err := serial(); err != nil || now.Cmp(before) != 0 {
+			t.Fatalf("with a certificate it cannot load mounted, a session saw serial %s (%v), want the former %s", now, err, before)
+		}
+	}
+	renewed := certs.issue(t)
+	eventually(t, 30*time.Second, "a good certificate served after the unloadable one", func() error {
+		now, err := serial()
+		if err == nil && now.Cmp(renewed) != 0 {
+			err = fmt.Errorf("serial %s served, the good one is %s", now, renewed)
+		}
+		return err
+	})
+	expectMountedDigests(t, p, certs)
+}
+
+// certificateReport is what the program answers at /certificates.
+func certificateReport(p *program) (layout.CertificateStatus, error) {
+	var got layout.CertificateStatus
+	resp, err := p.client.Get(strings.Replace(p.probe, "/readyz", layout.CertificatesPath, 1))
+	if err != nil {
+		return got, err
+	}
+	defer resp.Body.Close()
+	err = json.NewDecoder(resp.Body).Decode(&got)
+	return got, err
+}
+
+func fileDigest(t *testing.T, dir, name string) string {
+	t.Helper()
+	content, err := os.ReadFile(filepath.Join(dir, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return layout.FileDigest(content)
 }
 
 // expectMountedDigests expects the program to report at /certificates the
@@ -158,22 +254,11 @@ func TestPostgresServesTLS(t *testing.T) {
 // the certificate's digest.
 func expectMountedDigests(t *testing.T, p *program, certs *certificates) string {
 	t.Helper()
-	digest := func(name string) string {
-		content, err := os.ReadFile(filepath.Join(certs.dir, name))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return layout.FileDigest(content)
-	}
-	want := layout.CertificateStatus{MountedCertificate: digest(layout.KeyTLSCert), MountedAuthorities: digest(layout.KeyCACert), ServedCertificate: digest(layout.KeyTLSCert)}
+	certificate := fileDigest(t, certs.dir, layout.KeyTLSCert)
+	want := layout.CertificateStatus{MountedCertificate: certificate, MountedAuthorities: fileDigest(t, certs.dir, layout.KeyCACert), ServedCertificate: certificate}
 	eventually(t, 15*time.Second, "the mounted files' digests reported", func() error {
-		resp, err := p.client.Get(strings.Replace(p.probe, "/readyz", layout.CertificatesPath, 1))
+		got, err := certificateReport(p)
 		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
-		var got layout.CertificateStatus
-		if err := json.NewDecoder(resp.Body).Decode(&got); err != nil {
 			return err
 		}
 		if got != want {
@@ -197,6 +282,7 @@ func TestMariaDBServesTLS(t *testing.T) {
 	if cipher, err := connect(); err != nil || cipher == "" {
 		t.Fatalf("a session verifying the server certificate: cipher %q, %v", cipher, err)
 	}
+	expectMountedDigests(t, p, certs)
 	time.Sleep(3 * followPoll)
 	renewed := certs.issue(t)
 	eventually(t, 15*time.Second, "the renewed certificate is served", func() error {
@@ -207,6 +293,10 @@ func TestMariaDBServesTLS(t *testing.T) {
 			return errors.New("the first certificate is still served")
 		}
 		return nil
+	})
+	expectUnloadableKeepsServing(t, p, certs, expectMountedDigests(t, p, certs), func() (*big.Int, error) {
+		_, err := connect()
+		return served(), err
 	})
 }
 

@@ -1,0 +1,173 @@
+package instance
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/dbpilot/dbpilot/instance/layout"
+	"github.com/dbpilot/dbpilot/internal/pki"
+)
+
+// reloadingServer stands for an engine that serves the mounted certificate
+// and, like PostgreSQL, loads a new one after it was asked to, on its own
+// time (when the test calls load), or never (a certificate it refuses).
+type reloadingServer struct {
+	files   TLS
+	loaded  []byte
+	reloads int
+	probes  int
+	down    bool
+}
+
+func (s *reloadingServer) Initialized() (bool, error)                   { return true, nil }
+func (s *reloadingServer) Bootstrap(context.Context, Credentials) error { return nil }
+func (s *reloadingServer) ServerCommand() *exec.Cmd                     { return nil }
+func (s *reloadingServer) Ping(context.Context) error                   { return nil }
+func (s *reloadingServer) EnsureUsers(context.Context, Credentials) error {
+	return nil
+}
+func (s *reloadingServer) StopSignal() os.Signal { return os.Interrupt }
+func (s *reloadingServer) TLSFiles() TLS         { return s.files }
+
+func (s *reloadingServer) ReloadTLS(context.Context) error {
+	s.reloads++
+	return nil
+}
+
+// load reads the mounted certificate, as the server does when it starts
+// or gets to a reload.
+func (s *reloadingServer) load(t *testing.T) {
+	t.Helper()
+	content, err := os.ReadFile(s.files.CertFile())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.loaded = content
+}
+
+func (s *reloadingServer) PresentedCertificate(context.Context) ([]byte, error) {
+	s.probes++
+	if s.down {
+		return nil, errors.New("connection refused")
+	}
+	return pki.LeafCertificate(s.loaded), nil
+}
+
+// mountCertificate writes a new server certificate (and its key and
+// authority) into dir, as the kubelet updates the Secret, and returns the
+// certificate file's content.
+func mountCertificate(t *testing.T, dir string) string {
+	t.Helper()
+	authority, err := pki.NewAuthority("root", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	server, err := pki.IssueServer(authority, []string{"db-0"}, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	chain := append(append([]byte{}, server.CertPEM...), authority.CertPEM...)
+	for name, content := range map[string][]byte{layout.KeyTLSCert: chain, layout.KeyTLSKey: server.KeyPEM, layout.KeyCACert: authority.CertPEM} {
+		if err := os.WriteFile(filepath.Join(dir, name), content, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return string(chain)
+}
+
+func TestServedCertificateIsTheOneTheEnginePresents(t *testing.T) {
+	ctx := context.Background()
+	log := slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil))
+	server := &reloadingServer{files: TLS{Dir: t.TempDir()}}
+	first := mountCertificate(t, server.files.Dir)
+	now := time.Unix(1_700_000_000, 0)
+	var c engineCertificate
+	served := func() string {
+		if c.served == nil {
+			return "none"
+		}
+		return layout.FileDigest([]byte(*c.served))[:8]
+	}
+	digest := func(content string) string { return layout.FileDigest([]byte(content))[:8] }
+
+	c.starting(server, now)
+	if c.served != nil {
+		t.Fatal("a certificate is served before the engine has presented it")
+	}
+	server.load(t)
+	if !c.follow(ctx, server, now.Add(2*time.Second), log) || served() != digest(first) {
+		t.Fatalf("after the engine presented the mounted certificate, %s is served, want %s", served(), digest(first))
+	}
+	if c.follow(ctx, server, now.Add(4*time.Second), log) || server.reloads != 0 {
+		t.Fatalf("nothing changed, yet served changed or the engine reloaded (%d times)", server.reloads)
+	}
+
+	// Renewed: the engine is asked to load it, and reloads later.
+	second := mountCertificate(t, server.files.Dir)
+	if c.follow(ctx, server, now.Add(6*time.Second), log) || served() != digest(first) || server.reloads != 1 {
+		t.Fatalf("asked to reload (%d reloads), the engine still presents the first certificate, yet %s is served", server.reloads, served())
+	}
+	server.load(t)
+	if !c.follow(ctx, server, now.Add(8*time.Second), log) || served() != digest(second) {
+		t.Fatalf("after the engine loaded the renewal, %s is served, want %s", served(), digest(second))
+	}
+
+	// Renewed again, and the engine keeps the former certificate: it is
+	// asked again, less and less often, and asked which one it serves
+	// less and less often, the former one reported served meanwhile.
+	third := mountCertificate(t, server.files.Dir)
+	at := now.Add(10 * time.Second)
+	server.probes = 0
+	for step := range 30 {
+		c.follow(ctx, server, at.Add(time.Duration(2*step)*time.Second), log)
+		if served() != digest(second) {
+			t.Fatalf("%d s after the refused reload, %s is served, want the former %s", 2*step, served(), digest(second))
+		}
+	}
+	// Asked to load it at 0 s, then at 14 s (10 s on, at the next probe)
+	// and at 46 s (20 s on); asked what it serves at 0, 2, 6, 14, then
+	// 16, 18, 22, 30, 46, then 48, 50 and 54 s.
+	if server.reloads != 1+3 || server.probes != 12 {
+		t.Errorf("in 58 s and 30 polls, the engine was asked %d times to load the certificate it refuses, want 3, and %d times what it serves, want 12", server.reloads-1, server.probes)
+	}
+	server.load(t)
+	if c.follow(ctx, server, at.Add(60*time.Second), log) || !c.follow(ctx, server, at.Add(62*time.Second), log) || served() != digest(third) {
+		t.Fatalf("once the engine loaded it, %s is served, want %s", served(), digest(third))
+	}
+
+	// An engine that presents neither, or cannot be asked, serves nothing
+	// known.
+	mountCertificate(t, server.files.Dir)
+	server.down = true
+	if !c.follow(ctx, server, at.Add(64*time.Second), log) || c.served != nil {
+		t.Fatalf("an engine that does not answer still serves %s", served())
+	}
+}
+
+// presentlessServer cannot be asked which certificate it serves: its
+// PresentedCertificate, of another signature, hides the embedded one.
+type presentlessServer struct{ reloadingServer }
+
+func (s *presentlessServer) PresentedCertificate() {}
+
+func TestServedCertificateOfAnEngineThatCannotBeAskedIsTheOneItWasAskedToLoad(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil))
+	server := &presentlessServer{reloadingServer{files: TLS{Dir: t.TempDir()}}}
+	first := mountCertificate(t, server.files.Dir)
+	var c engineCertificate
+	c.starting(server, time.Now())
+	if c.served == nil || *c.served != first {
+		t.Fatal("the certificate read at the start is not served")
+	}
+	second := mountCertificate(t, server.files.Dir)
+	if !c.follow(context.Background(), server, time.Now(), log) || *c.served != second || server.reloads != 1 {
+		t.Fatalf("after a reload (%d), the renewed certificate is not served", server.reloads)
+	}
+}
