@@ -100,10 +100,14 @@ func (c *engineCertificate) followOnce(ctx context.Context, engine Engine, now t
 	}
 	presenter, presents := engine.(CertificatePresenter)
 	if changed {
-		if err := reloader.ReloadTLS(ctx); err != nil {
+		// A reload the engine refuses (MariaDB's, of a certificate it
+		// cannot load) is asked again as one it ignored, less and less
+		// often.
+		err := reloader.ReloadTLS(ctx)
+		c.askedToLoad(content, now)
+		if err != nil {
 			return false, err
 		}
-		c.askedToLoad(content, now)
 		if !presents {
 			c.served = &content
 			return true, nil
@@ -130,15 +134,12 @@ func (c *engineCertificate) followOnce(ctx context.Context, engine Engine, now t
 	if now.Sub(c.askedAt) < c.askAgain {
 		return forgot, nil
 	}
-	if err := reloader.ReloadTLS(ctx); err != nil {
-		return forgot, err
-	}
-	log.Info("the engine still serves another certificate than the mounted one: asked it to load the mounted one again",
+	log.Info("the engine still serves another certificate than the mounted one: asking it to load the mounted one again",
 		"askedBefore", now.Sub(c.askedAt).Round(time.Second).String())
 	askAgain := min(2*c.askAgain, backOffAtMost)
 	c.askedToLoad(asked, now)
 	c.askAgain = askAgain
-	return forgot, nil
+	return forgot, reloader.ReloadTLS(ctx)
 }
 
 // forget makes the served certificate unknown, and reports whether it was

@@ -24,6 +24,9 @@ type reloadingServer struct {
 	reloads int
 	probes  int
 	down    bool
+	// refuse fails a reload, as MariaDB's FLUSH SSL does with a
+	// certificate it cannot load.
+	refuse bool
 }
 
 func (s *reloadingServer) Initialized() (bool, error)                   { return true, nil }
@@ -38,6 +41,9 @@ func (s *reloadingServer) TLSFiles() TLS         { return s.files }
 
 func (s *reloadingServer) ReloadTLS(context.Context) error {
 	s.reloads++
+	if s.refuse {
+		return errors.New("Failed to refresh SSL")
+	}
 	return nil
 }
 
@@ -142,11 +148,32 @@ func TestServedCertificateIsTheOneTheEnginePresents(t *testing.T) {
 		t.Fatalf("once the engine loaded it, %s is served, want %s", served(), digest(third))
 	}
 
+	// A reload the engine refuses is asked again as one it ignored.
+	fourth := mountCertificate(t, server.files.Dir)
+	server.refuse, server.reloads = true, 0
+	at = at.Add(100 * time.Second)
+	for step := range 30 {
+		c.follow(ctx, server, at.Add(time.Duration(2*step)*time.Second), log)
+		if served() != digest(third) {
+			t.Fatalf("%d s after the refused reload, %s is served, want the former %s", 2*step, served(), digest(third))
+		}
+	}
+	if server.reloads != 3 {
+		t.Errorf("in 58 s and 30 polls, a reload the engine refuses was asked %d times, want 3", server.reloads)
+	}
+	server.refuse = false
+	at = at.Add(2 * time.Minute)
+	c.follow(ctx, server, at, log)
+	server.load(t)
+	if !c.follow(ctx, server, at.Add(2*time.Second), log) || served() != digest(fourth) {
+		t.Fatalf("once the engine took it, %s is served, want %s", served(), digest(fourth))
+	}
+
 	// An engine that presents neither, or cannot be asked, serves nothing
 	// known.
 	mountCertificate(t, server.files.Dir)
 	server.down = true
-	if !c.follow(ctx, server, at.Add(64*time.Second), log) || c.served != nil {
+	if !c.follow(ctx, server, at.Add(4*time.Second), log) || c.served != nil {
 		t.Fatalf("an engine that does not answer still serves %s", served())
 	}
 }
