@@ -185,8 +185,9 @@ func (r *DatabaseReconciler) waitForMounts(ctx context.Context, s *scope, curren
 }
 
 // podsNotTaking names the pods whose report is not of content taken, or
-// that cannot tell (nil). A report without a digest (no certificate
-// mounted: a pod from before dbpilot issued them) is not waited for.
+// that cannot tell (nil). A pod without a certificate mounted (one from
+// before dbpilot issued them) is not waited for; one whose engine has not
+// yet presented the certificate it serves (no digest taken) is.
 func podsNotTaking(reports map[string]*layout.CertificateStatus, taken func(layout.CertificateStatus) string, content []byte) []string {
 	want := layout.FileDigest(content)
 	var lagging []string
@@ -195,7 +196,8 @@ func podsNotTaking(reports map[string]*layout.CertificateStatus, taken func(layo
 			lagging = append(lagging, pod)
 			continue
 		}
-		if digest := taken(*report); digest != "" && digest != want {
+		mountsNone := report.MountedCertificate == "" && report.MountedAuthorities == ""
+		if !mountsNone && taken(*report) != want {
 			lagging = append(lagging, pod)
 		}
 	}

@@ -71,4 +71,18 @@ func TestPodsNotTakingWaitsForPodsThatCannotTell(t *testing.T) {
 	if want := []string{"orders-1", "orders-3"}; !slices.Equal(got, want) {
 		t.Errorf("pods not taking %v, want %v", got, want)
 	}
+
+	// The certificate served: an engine that has not presented one yet
+	// (it just started, or presents neither) is waited for.
+	certificate := []byte("server certificate")
+	mounted := layout.FileDigest(certificate)
+	reports = map[string]*layout.CertificateStatus{
+		"orders-0": {MountedCertificate: mounted, ServedCertificate: mounted},
+		"orders-1": {MountedCertificate: mounted},
+		"orders-2": {},
+	}
+	got = podsNotTaking(reports, func(c layout.CertificateStatus) string { return c.ServedCertificate }, certificate)
+	if want := []string{"orders-1"}; !slices.Equal(got, want) {
+		t.Errorf("pods not serving %v, want %v", got, want)
+	}
 }

@@ -11,25 +11,27 @@ import (
 )
 
 // While the engine presents another certificate than the mounted one (a
-// reload it refused, or that came between the files of a change), it is
-// asked again to load it, first reloadAgainAfter after it was last asked,
-// then twice as long each time; and it is asked which certificate it
-// serves at the first poll after each time it was asked to load one, then
-// probeAgainAfter after, then twice as long each time. Both waits grow to
-// at most backOffAtMost: a handshake that logs in as no one is a warning
-// in MariaDB's log.
+// reload it refused or has not got to yet, or one that came between the
+// files of a change), it is asked which one it serves less and less often
+// (at once, then probeAgainAfter after, twice as long each time after, and
+// probeAgainAfter after each time it is asked again to load it); and it is
+// asked again to load the mounted one reloadAgainAfter after it was first
+// asked, then twice as long each time.
+// Both waits grow to at most backOffAtMost: a handshake that logs in as no
+// one is a warning in MariaDB's log, and a refused certificate an error in
+// every engine's.
 const (
-	reloadAgainAfter = 10 * time.Second
 	probeAgainAfter  = 2 * time.Second
+	reloadAgainAfter = 10 * time.Second
 	backOffAtMost    = 5 * time.Minute
 )
 
 // engineCertificate follows the mounted server certificate into the
 // running engine, and knows which one it serves: the one it presented in
 // a handshake, not the one it was asked to load (PostgreSQL reloads after
-// it was asked, and keeps its former certificate when the new one does
-// not load). An engine that cannot be asked (no CertificatePresenter) is
-// taken to serve what it was asked to load.
+// it was asked, and keeps its former certificate when the new one does not
+// load). An engine that cannot be asked (no CertificatePresenter) is taken
+// to serve what it was asked to load. Only the supervisor's loop uses it.
 type engineCertificate struct {
 	// asked is the certificate file's content the engine was last asked
 	// to load, as it started or by a reload; askedAt when, and askAgain
@@ -41,9 +43,11 @@ type engineCertificate struct {
 	// presents, and probeAgain how long after that the next time.
 	probeAt    time.Time
 	probeAgain time.Duration
-	// served is the content whose certificate the engine last presented,
-	// nil when unknown.
-	served *string
+	// served is the content whose certificate the engine presented last
+	// it was asked, nil when unknown (it presented another one); seen is
+	// the last content it presented, which served goes back to when it
+	// presents that again.
+	served, seen *string
 	// problem is the last problem logged, so that one that lasts is
 	// logged once.
 	problem string
@@ -58,18 +62,19 @@ func (c *engineCertificate) starting(engine Engine, now time.Time) {
 		return
 	}
 	if content, _, err := c.asked.Changed(reloader.TLSFiles().CertFile()); err == nil {
-		c.askedToLoad(content, now)
+		c.askedToLoad(content, now, reloadAgainAfter)
 		if _, presents := engine.(CertificatePresenter); !presents {
 			c.served = &content
 		}
 	}
 }
 
-// askedToLoad records that the engine was asked to load content (a new
-// certificate) at now.
-func (c *engineCertificate) askedToLoad(content string, now time.Time) {
+// askedToLoad records that the engine was asked to load content at now,
+// to be asked again after askAgain; it is asked at once which certificate
+// it serves.
+func (c *engineCertificate) askedToLoad(content string, now time.Time, askAgain time.Duration) {
 	c.asked.Applied(content)
-	c.askedAt, c.askAgain = now, reloadAgainAfter
+	c.askedAt, c.askAgain = now, askAgain
 	c.probeAt, c.probeAgain = now, probeAgainAfter
 }
 
@@ -78,7 +83,8 @@ func (c *engineCertificate) askedToLoad(content string, now time.Time) {
 // it serves; it reports whether that changed (served). Problems are
 // logged, once each while they last.
 func (c *engineCertificate) follow(ctx context.Context, engine Engine, now time.Time, log *slog.Logger) bool {
-	changed, err := c.followOnce(ctx, engine, now, log)
+	before := c.served
+	err := c.followOnce(ctx, engine, now, log)
 	switch {
 	case err == nil:
 		c.problem = ""
@@ -86,66 +92,70 @@ func (c *engineCertificate) follow(ctx context.Context, engine Engine, now time.
 		c.problem = err.Error()
 		log.Error("following the mounted server certificate; retrying", "error", c.problem)
 	}
-	return changed
+	return before != c.served
 }
 
-func (c *engineCertificate) followOnce(ctx context.Context, engine Engine, now time.Time, log *slog.Logger) (bool, error) {
+func (c *engineCertificate) followOnce(ctx context.Context, engine Engine, now time.Time, log *slog.Logger) error {
 	reloader, ok := engine.(TLSReloader)
 	if !ok || !reloader.TLSFiles().Enabled() {
-		return false, nil
+		return nil
 	}
 	content, changed, err := c.asked.Changed(reloader.TLSFiles().CertFile())
 	if err != nil {
-		return false, err
+		return err
 	}
 	presenter, presents := engine.(CertificatePresenter)
 	if changed {
-		// A reload the engine refuses (MariaDB's, of a certificate it
-		// cannot load) is asked again as one it ignored, less and less
-		// often.
 		err := reloader.ReloadTLS(ctx)
-		c.askedToLoad(content, now)
-		if err != nil {
-			return false, err
-		}
 		if !presents {
-			c.served = &content
-			return true, nil
+			// Nothing tells whether it took it: a failed reload is
+			// asked again at the next poll.
+			if err == nil {
+				c.asked.Applied(content)
+				c.served = &content
+			}
+			return err
+		}
+		// A reload the engine refuses (MariaDB's, of a certificate it
+		// cannot load) is asked again as one it ignored.
+		c.askedToLoad(content, now, reloadAgainAfter)
+		if err != nil {
+			return err
 		}
 	}
 	if !presents || c.asked.applied == nil || (c.served != nil && *c.served == *c.asked.applied) || now.Before(c.probeAt) {
-		return false, nil
+		return nil
 	}
 	asked := *c.asked.applied
-	c.probeAt, c.probeAgain = now.Add(c.probeAgain), min(2*c.probeAgain, backOffAtMost)
 	presented, err := presenter.PresentedCertificate(ctx)
+	if err == nil {
+		switch {
+		case bytes.Equal(presented, pki.LeafCertificate([]byte(asked))):
+			c.served, c.seen = &asked, &asked
+			log.Info("the engine serves the mounted server certificate")
+			return nil
+		case c.seen != nil && bytes.Equal(presented, pki.LeafCertificate([]byte(*c.seen))):
+			c.served = c.seen
+		default:
+			c.served = nil
+		}
+	}
+	// It presents another one, or did not answer (what it served is
+	// kept: it changes only when it loads the one asked).
+	c.probeAt, c.probeAgain = now.Add(c.probeAgain), min(2*c.probeAgain, backOffAtMost)
+	if reask := c.askedAt.Add(c.askAgain); c.probeAt.After(reask) {
+		c.probeAt = reask
+	}
 	if err != nil {
-		return c.forget(), fmt.Errorf("asking the engine which certificate it serves: %w", err)
-	}
-	if bytes.Equal(presented, pki.LeafCertificate([]byte(asked))) {
-		c.served = &asked
-		log.Info("the engine serves the mounted server certificate")
-		return true, nil
-	}
-	forgot := false
-	if c.served == nil || !bytes.Equal(presented, pki.LeafCertificate([]byte(*c.served))) {
-		forgot = c.forget()
+		return fmt.Errorf("asking the engine which certificate it serves: %w", err)
 	}
 	if now.Sub(c.askedAt) < c.askAgain {
-		return forgot, nil
+		return nil
 	}
 	log.Info("the engine still serves another certificate than the mounted one: asking it to load the mounted one again",
 		"askedBefore", now.Sub(c.askedAt).Round(time.Second).String())
-	askAgain := min(2*c.askAgain, backOffAtMost)
-	c.askedToLoad(asked, now)
-	c.askAgain = askAgain
-	return forgot, reloader.ReloadTLS(ctx)
-}
-
-// forget makes the served certificate unknown, and reports whether it was
-// known.
-func (c *engineCertificate) forget() bool {
-	known := c.served != nil
-	c.served = nil
-	return known
+	// Asked what it serves once soon after, then as rarely as before.
+	c.askedAt, c.askAgain = now, min(2*c.askAgain, backOffAtMost)
+	c.probeAt = now.Add(probeAgainAfter)
+	return reloader.ReloadTLS(ctx)
 }

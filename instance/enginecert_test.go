@@ -137,14 +137,15 @@ func TestServedCertificateIsTheOneTheEnginePresents(t *testing.T) {
 			t.Fatalf("%d s after the refused reload, %s is served, want the former %s", 2*step, served(), digest(second))
 		}
 	}
-	// Asked to load it at 0 s, then at 14 s (10 s on, at the next probe)
-	// and at 46 s (20 s on); asked what it serves at 0, 2, 6, 14, then
-	// 16, 18, 22, 30, 46, then 48, 50 and 54 s.
-	if server.reloads != 1+3 || server.probes != 12 {
-		t.Errorf("in 58 s and 30 polls, the engine was asked %d times to load the certificate it refuses, want 3, and %d times what it serves, want 12", server.reloads-1, server.probes)
+	// Asked to load it at 0, 10 and 30 s; asked what it serves at most
+	// at every third poll.
+	if server.reloads != 1+3 || server.probes > 10 {
+		t.Errorf("in 58 s and 30 polls, the engine was asked %d times to load the certificate it refuses, want 3, and %d times what it serves, want at most 10", server.reloads-1, server.probes)
 	}
+	// It is asked what it serves next by when it is asked to load it
+	// again, 40 s after the last time.
 	server.load(t)
-	if c.follow(ctx, server, at.Add(60*time.Second), log) || !c.follow(ctx, server, at.Add(62*time.Second), log) || served() != digest(third) {
+	if !c.follow(ctx, server, at.Add(70*time.Second), log) || served() != digest(third) {
 		t.Fatalf("once the engine loaded it, %s is served, want %s", served(), digest(third))
 	}
 
@@ -169,12 +170,27 @@ func TestServedCertificateIsTheOneTheEnginePresents(t *testing.T) {
 		t.Fatalf("once the engine took it, %s is served, want %s", served(), digest(fourth))
 	}
 
-	// An engine that presents neither, or cannot be asked, serves nothing
-	// known.
-	mountCertificate(t, server.files.Dir)
+	// An engine that does not answer keeps what it served; one that
+	// presents neither serves nothing known, and what it served before
+	// once it presents that again.
+	fifth := mountCertificate(t, server.files.Dir)
 	server.down = true
-	if !c.follow(ctx, server, at.Add(4*time.Second), log) || c.served != nil {
-		t.Fatalf("an engine that does not answer still serves %s", served())
+	at = at.Add(4 * time.Second)
+	if c.follow(ctx, server, at, log) || served() != digest(fourth) {
+		t.Fatalf("an engine that does not answer is reported to serve %s, want what it served, %s", served(), digest(fourth))
+	}
+	server.down = false
+	server.loaded = []byte(mountCertificate(t, t.TempDir()))
+	if !c.follow(ctx, server, at.Add(2*time.Second), log) || c.served != nil {
+		t.Fatalf("an engine that presents another certificate is reported to serve %s", served())
+	}
+	server.loaded = []byte(fourth)
+	if !c.follow(ctx, server, at.Add(6*time.Second), log) || served() != digest(fourth) {
+		t.Fatalf("an engine that presents its former certificate again is reported to serve %s, want %s", served(), digest(fourth))
+	}
+	server.load(t)
+	if !c.follow(ctx, server, at.Add(10*time.Second), log) || served() != digest(fifth) {
+		t.Fatalf("once the engine took it, %s is served, want %s", served(), digest(fifth))
 	}
 }
 
@@ -196,5 +212,53 @@ func TestServedCertificateOfAnEngineThatCannotBeAskedIsTheOneItWasAskedToLoad(t 
 	second := mountCertificate(t, server.files.Dir)
 	if !c.follow(context.Background(), server, time.Now(), log) || *c.served != second || server.reloads != 1 {
 		t.Fatalf("after a reload (%d), the renewed certificate is not served", server.reloads)
+	}
+}
+
+// recordingServer is a reloadingServer that notes when it was asked to
+// reload, by the clock of the test.
+type recordingServer struct {
+	reloadingServer
+	now     *time.Time
+	reloads []time.Time
+}
+
+func (s *recordingServer) ReloadTLS(context.Context) error {
+	s.reloads = append(s.reloads, *s.now)
+	return nil
+}
+
+func TestAnEngineThatKeepsAnotherCertificateIsAskedAgainAtMostEveryFiveMinutes(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil))
+	start := time.Unix(1_700_000_000, 0)
+	now := start
+	server := &recordingServer{reloadingServer: reloadingServer{files: TLS{Dir: t.TempDir()}}, now: &now}
+	mountCertificate(t, server.files.Dir)
+	var c engineCertificate
+	c.starting(server, now)
+	server.load(t)
+	mountCertificate(t, server.files.Dir)
+	for ; now.Sub(start) < time.Hour; now = now.Add(2 * time.Second) {
+		c.follow(context.Background(), server, now, log)
+	}
+	var gaps []time.Duration
+	for i := 1; i < len(server.reloads); i++ {
+		gaps = append(gaps, server.reloads[i].Sub(server.reloads[i-1]))
+	}
+	want := []time.Duration{10 * time.Second, 20 * time.Second, 40 * time.Second, 80 * time.Second, 160 * time.Second}
+	if len(gaps) < len(want)+8 {
+		t.Fatalf("asked again %d times in an hour (gaps %v), want the gaps %v then every 5 minutes", len(gaps), gaps, want)
+	}
+	for i, gap := range gaps {
+		expected := backOffAtMost
+		if i < len(want) {
+			expected = want[i]
+		}
+		if gap < expected || gap > expected+2*time.Second {
+			t.Errorf("gap %d between asking again is %s, want %s (a poll every 2 s): %v", i, gap, expected, gaps)
+		}
+	}
+	if server.probes > 3*len(server.reloads)+10 {
+		t.Errorf("asked %d times what it serves for %d reloads in an hour", server.probes, len(server.reloads))
 	}
 }

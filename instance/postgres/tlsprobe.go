@@ -34,16 +34,19 @@ func ServesVerifiedTLS(ctx context.Context, host string, port int, tlsFiles inst
 		return false, err
 	}
 	_, serves, err := handshake(ctx, host, port, config)
-	if err != nil && !errors.Is(err, errNoAnswer) {
+	if errors.Is(err, errHandshake) {
 		err = fmt.Errorf("verifying %s's certificate: %w", host, err)
 	}
 	return serves, err
 }
 
+// errHandshake is handshake's error when the TLS handshake failed.
+var errHandshake = errors.New("TLS handshake")
+
 var _ instance.CertificatePresenter = (*Engine)(nil)
 
 // PresentedCertificate completes a TLS handshake with the running server
-// on the loopback address, as a client that logs in as no one (the server
+// on the loopback address, as a client that logs in as no one (PostgreSQL
 // logs nothing of a session that ends before its startup message), and
 // returns the leaf certificate it presented. It verifies nothing: the
 // caller compares the certificate with the mounted one, byte for byte.
@@ -93,8 +96,9 @@ func handshake(ctx context.Context, host string, port int, config *tls.Config) (
 		return tls.ConnectionState{}, false, fmt.Errorf("%s answered %q to a TLS request", host, answer[0])
 	}
 	session := tls.Client(conn, config)
+	defer session.Close()
 	if err := session.HandshakeContext(ctx); err != nil {
-		return tls.ConnectionState{}, false, err
+		return tls.ConnectionState{}, false, fmt.Errorf("%w: %w", errHandshake, err)
 	}
 	return session.ConnectionState(), true, nil
 }

@@ -57,6 +57,20 @@ func (c *certificates) issue(t *testing.T) *big.Int {
 	t.Helper()
 	server := c.newServer(t)
 	c.write(t, server)
+	return serialOf(t, server)
+}
+
+// issueUnloadable writes a new server certificate with another one's key,
+// which no server can load, and returns the certificate with its own key.
+func (c *certificates) issueUnloadable(t *testing.T) pki.KeyPair {
+	t.Helper()
+	server, other := c.newServer(t), c.newServer(t)
+	c.write(t, pki.KeyPair{CertPEM: server.CertPEM, KeyPEM: other.KeyPEM})
+	return server
+}
+
+func serialOf(t *testing.T, server pki.KeyPair) *big.Int {
+	t.Helper()
 	cert, err := tls.X509KeyPair(server.CertPEM, server.KeyPEM)
 	if err != nil {
 		t.Fatal(err)
@@ -66,14 +80,6 @@ func (c *certificates) issue(t *testing.T) *big.Int {
 		t.Fatal(err)
 	}
 	return leaf.SerialNumber
-}
-
-// issueUnloadable writes a new server certificate with another one's key,
-// which no server can load.
-func (c *certificates) issueUnloadable(t *testing.T) {
-	t.Helper()
-	server, other := c.newServer(t), c.newServer(t)
-	c.write(t, pki.KeyPair{CertPEM: server.CertPEM, KeyPEM: other.KeyPEM})
 }
 
 func (c *certificates) newServer(t *testing.T) pki.KeyPair {
@@ -89,11 +95,15 @@ func (c *certificates) newServer(t *testing.T) pki.KeyPair {
 // replaced at once, the key first.
 func (c *certificates) write(t *testing.T, server pki.KeyPair) {
 	t.Helper()
-	for _, file := range []struct {
-		name    string
-		content []byte
-	}{{layout.KeyTLSKey, server.KeyPEM}, {layout.KeyTLSCert, server.CertPEM}, {layout.KeyCACert, c.authority.CertPEM}} {
-		name, content := file.name, file.content
+	c.writeFiles(t, layout.KeyTLSKey, server.KeyPEM, layout.KeyTLSCert, server.CertPEM, layout.KeyCACert, c.authority.CertPEM)
+}
+
+// writeFiles replaces each named file at once, in order (name, content,
+// name, content...), as root's of mode 0440 in the engine user's group.
+func (c *certificates) writeFiles(t *testing.T, namesAndContents ...any) {
+	t.Helper()
+	for i := 0; i < len(namesAndContents); i += 2 {
+		name, content := namesAndContents[i].(string), namesAndContents[i+1].([]byte)
 		tmp := filepath.Join(c.dir, "."+name)
 		if err := os.WriteFile(tmp, content, 0o440); err != nil {
 			t.Fatal(err)
@@ -186,15 +196,16 @@ func TestPostgresServesTLS(t *testing.T) {
 // key is another's) and expects the engine to keep serving the certificate
 // it serves, and its program to go on reporting that one (digest) served
 // beside the unloadable one mounted, over several of the program's polls;
-// then a good certificate mounted is served and reported. serial opens a
-// session and returns the serial number of the certificate it saw.
+// then, with the certificate's own key mounted, the program to have the
+// engine load it and report it served. serial opens a session and returns
+// the serial number of the certificate it saw.
 func expectUnloadableKeepsServing(t *testing.T, p *program, certs *certificates, digest string, serial func() (*big.Int, error)) {
 	t.Helper()
 	before, err := serial()
 	if err != nil {
 		t.Fatal(err)
 	}
-	certs.issueUnloadable(t)
+	unloadable := certs.issueUnloadable(t)
 	mounted := fileDigest(t, certs.dir, layout.KeyTLSCert)
 	eventually(t, 15*time.Second, "the unloadable certificate reported mounted", func() error {
 		got, err := certificateReport(p)
@@ -216,11 +227,15 @@ func expectUnloadableKeepsServing(t *testing.T, p *program, certs *certificates,
 			t.Fatalf("with a certificate it cannot load mounted, a session saw serial %s (%v), want the former %s", now, err, before)
 		}
 	}
-	renewed := certs.issue(t)
-	eventually(t, 30*time.Second, "a good certificate served after the unloadable one", func() error {
+	// Its own key mounted, the certificate file unchanged: only asking the
+	// engine again to load it serves it (10 s after the first time it was
+	// asked, then 20 s after that).
+	certs.writeFiles(t, layout.KeyTLSKey, unloadable.KeyPEM)
+	want := serialOf(t, unloadable)
+	eventually(t, time.Minute, "the certificate served once its own key is mounted", func() error {
 		now, err := serial()
-		if err == nil && now.Cmp(renewed) != 0 {
-			err = fmt.Errorf("serial %s served, the good one is %s", now, renewed)
+		if err == nil && now.Cmp(want) != 0 {
+			err = fmt.Errorf("serial %s served, the certificate mounted is %s", now, want)
 		}
 		return err
 	})
