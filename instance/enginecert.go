@@ -3,6 +3,7 @@ package instance
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"time"
@@ -12,14 +13,13 @@ import (
 
 // While the engine presents another certificate than the mounted one (a
 // reload it refused or has not got to yet, or one that came between the
-// files of a change), it is asked which one it serves less and less often
-// (at once, then probeAgainAfter after, twice as long each time after, and
-// probeAgainAfter after each time it is asked again to load it); and it is
-// asked again to load the mounted one reloadAgainAfter after it was first
-// asked, then twice as long each time.
-// Both waits grow to at most backOffAtMost: a handshake that logs in as no
-// one is a warning in MariaDB's log, and a refused certificate an error in
-// every engine's.
+// files of a change), or does not answer, it is asked which one it serves
+// less and less often: at once, then probeAgainAfter after, twice as long
+// each time after, and probeAgainAfter after each time it is asked again to
+// load it. It is asked again to load the mounted one reloadAgainAfter after
+// it was first asked, then twice as long each time. Both waits grow to at
+// most backOffAtMost (a handshake that logs in as no one is a warning in
+// MariaDB's log, and a refused certificate an error in every engine's).
 const (
 	probeAgainAfter  = 2 * time.Second
 	reloadAgainAfter = 10 * time.Second
@@ -44,9 +44,9 @@ type engineCertificate struct {
 	probeAt    time.Time
 	probeAgain time.Duration
 	// served is the content whose certificate the engine presented last
-	// it was asked, nil when unknown (it presented another one); seen is
-	// the last content it presented, which served goes back to when it
-	// presents that again.
+	// it was asked, nil when unknown (it presented another one, or did not
+	// answer); seen is the last content it presented, which served goes
+	// back to when it presents that again.
 	served, seen *string
 	// problem is the last problem logged, so that one that lasts is
 	// logged once.
@@ -128,34 +128,34 @@ func (c *engineCertificate) followOnce(ctx context.Context, engine Engine, now t
 	}
 	asked := *c.asked.applied
 	presented, err := presenter.PresentedCertificate(ctx)
-	if err == nil {
-		switch {
-		case bytes.Equal(presented, pki.LeafCertificate([]byte(asked))):
-			c.served, c.seen = &asked, &asked
-			log.Info("the engine serves the mounted server certificate")
-			return nil
-		case c.seen != nil && bytes.Equal(presented, pki.LeafCertificate([]byte(*c.seen))):
-			c.served = c.seen
-		default:
-			c.served = nil
-		}
+	switch {
+	case err != nil:
+		// What it serves now is not known: the reload asked may have
+		// taken since.
+		c.served = nil
+		err = fmt.Errorf("asking the engine which certificate it serves: %w", err)
+	case bytes.Equal(presented, pki.LeafCertificate([]byte(asked))):
+		c.served, c.seen = &asked, &asked
+		log.Info("the engine serves the mounted server certificate")
+		return nil
+	case c.seen != nil && bytes.Equal(presented, pki.LeafCertificate([]byte(*c.seen))):
+		c.served = c.seen
+	default:
+		c.served = nil
 	}
-	// It presents another one, or did not answer (what it served is
-	// kept: it changes only when it loads the one asked).
+	// It presents another one, or did not answer: asked again less and
+	// less often, and by when it is asked again to load the mounted one.
 	c.probeAt, c.probeAgain = now.Add(c.probeAgain), min(2*c.probeAgain, backOffAtMost)
-	if reask := c.askedAt.Add(c.askAgain); c.probeAt.After(reask) {
+	if reask := c.askedAt.Add(c.askAgain); reask.After(now) && c.probeAt.After(reask) {
 		c.probeAt = reask
 	}
-	if err != nil {
-		return fmt.Errorf("asking the engine which certificate it serves: %w", err)
-	}
 	if now.Sub(c.askedAt) < c.askAgain {
-		return nil
+		return err
 	}
-	log.Info("the engine still serves another certificate than the mounted one: asking it to load the mounted one again",
+	log.Info("the engine does not serve the mounted certificate: asking it to load it again",
 		"askedBefore", now.Sub(c.askedAt).Round(time.Second).String())
 	// Asked what it serves once soon after, then as rarely as before.
 	c.askedAt, c.askAgain = now, min(2*c.askAgain, backOffAtMost)
 	c.probeAt = now.Add(probeAgainAfter)
-	return reloader.ReloadTLS(ctx)
+	return errors.Join(err, reloader.ReloadTLS(ctx))
 }

@@ -220,7 +220,8 @@ type CertificateStatus struct {
 	// certificate the running engine presented in a TLS handshake the
 	// instance program made with it (it reloads a changed file within
 	// seconds): the former file's while the engine still presents that
-	// certificate, empty while it presents neither or has not been asked.
+	// certificate; empty while it presents neither, does not answer, or
+	// has not been asked yet.
 	// While the engine does not run, the mounted one, which it reads when
 	// it starts.
 	ServedCertificate string `json:"servedCertificate,omitempty"`
