@@ -95,28 +95,27 @@ func (c *certificates) newServer(t *testing.T) pki.KeyPair {
 // replaced at once, the key first.
 func (c *certificates) write(t *testing.T, server pki.KeyPair) {
 	t.Helper()
-	c.writeFiles(t, layout.KeyTLSKey, server.KeyPEM, layout.KeyTLSCert, server.CertPEM, layout.KeyCACert, c.authority.CertPEM)
+	c.writeFile(t, layout.KeyTLSKey, server.KeyPEM)
+	c.writeFile(t, layout.KeyTLSCert, server.CertPEM)
+	c.writeFile(t, layout.KeyCACert, c.authority.CertPEM)
 }
 
-// writeFiles replaces each named file at once, in order (name, content,
-// name, content...), as root's of mode 0440 in the engine user's group.
-func (c *certificates) writeFiles(t *testing.T, namesAndContents ...any) {
+// writeFile replaces the named file at once, as root's of mode 0440 in
+// the engine user's group.
+func (c *certificates) writeFile(t *testing.T, name string, content []byte) {
 	t.Helper()
-	for i := 0; i < len(namesAndContents); i += 2 {
-		name, content := namesAndContents[i].(string), namesAndContents[i+1].([]byte)
-		tmp := filepath.Join(c.dir, "."+name)
-		if err := os.WriteFile(tmp, content, 0o440); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chown(tmp, 0, int(c.gid)); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Chmod(tmp, 0o440); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.Rename(tmp, filepath.Join(c.dir, name)); err != nil {
-			t.Fatal(err)
-		}
+	tmp := filepath.Join(c.dir, "."+name)
+	if err := os.WriteFile(tmp, content, 0o440); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(tmp, 0, int(c.gid)); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(tmp, 0o440); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, filepath.Join(c.dir, name)); err != nil {
+		t.Fatal(err)
 	}
 }
 
@@ -230,7 +229,7 @@ func expectUnloadableKeepsServing(t *testing.T, p *program, certs *certificates,
 	// Its own key mounted, the certificate file unchanged: only asking the
 	// engine again to load it serves it (10 s after the first time it was
 	// asked, then 20 s after that).
-	certs.writeFiles(t, layout.KeyTLSKey, unloadable.KeyPEM)
+	certs.writeFile(t, layout.KeyTLSKey, unloadable.KeyPEM)
 	want := serialOf(t, unloadable)
 	eventually(t, time.Minute, "the certificate served once its own key is mounted", func() error {
 		now, err := serial()
