@@ -1,6 +1,8 @@
 // Package pki issues the certificates a Database serves TLS with: a
 // certificate authority of its own, which clients trust, and a server
-// certificate it signs for the names the Database is reached by.
+// certificate it signs for the names the Database is reached by; and the
+// client certificate its application user may be asked to present, of
+// another authority, which the engines trust.
 package pki
 
 import (
@@ -39,7 +41,8 @@ type KeyPair struct {
 }
 
 // NewAuthority creates a self-signed certificate authority that signs
-// server certificates only.
+// certificates and no other authority: a Database's server certificates,
+// or its client certificates.
 func NewAuthority(commonName string, now time.Time) (KeyPair, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -116,23 +119,40 @@ func AuthorityProblem(authority KeyPair, now time.Time) string {
 // of now. Empty when it is good; renewAt is then when it will need
 // renewing.
 func ServerRenewal(server, authority KeyPair, names []string, now time.Time) (reason string, renewAt time.Time) {
-	if len(server.CertPEM) == 0 || len(server.KeyPEM) == 0 {
-		return "there is none", time.Time{}
+	cert, reason := signedBy(server, authority)
+	switch {
+	case reason != "":
+		return reason, time.Time{}
+	case !slices.Equal(certificateNames(cert), sortedNames(names)):
+		return "the names it is reached by changed", time.Time{}
 	}
-	cert, _, err := server.parse()
+	return renewalOf(cert, now)
+}
+
+// signedBy parses pair and checks that the authority signed it; reason
+// says why it is not so (there is no pair, it does not parse, its key is
+// not its certificate's, or another authority signed it).
+func signedBy(pair, authority KeyPair) (cert *x509.Certificate, reason string) {
+	if len(pair.CertPEM) == 0 || len(pair.KeyPEM) == 0 {
+		return nil, "there is none"
+	}
+	cert, _, err := pair.parse()
 	if err != nil {
-		return err.Error(), time.Time{}
+		return nil, err.Error()
 	}
 	caCert, _, err := authority.parse()
 	if err != nil {
-		return "the certificate authority: " + err.Error(), time.Time{}
+		return nil, "the certificate authority: " + err.Error()
 	}
 	if err := cert.CheckSignatureFrom(caCert); err != nil {
-		return "the certificate authority did not sign it", time.Time{}
+		return nil, "the certificate authority did not sign it"
 	}
-	if !slices.Equal(certificateNames(cert), sortedNames(names)) {
-		return "the names it is reached by changed", time.Time{}
-	}
+	return cert, ""
+}
+
+// renewalOf is when cert is to be renewed (RenewBefore its expiry), or
+// why it is due at now.
+func renewalOf(cert *x509.Certificate, now time.Time) (reason string, renewAt time.Time) {
 	renewAt = cert.NotAfter.Add(-RenewBefore)
 	if !now.Before(renewAt) {
 		return "it expires at " + cert.NotAfter.UTC().Format(time.RFC3339), time.Time{}

@@ -1,0 +1,61 @@
+package pki
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// ClientValidity is how long a client certificate is valid; it is renewed
+// RenewBefore its expiry, like a server certificate.
+const ClientValidity = 365 * 24 * time.Hour
+
+// IssueClient signs a certificate that authenticates user to the engines:
+// its subject is the common name user alone (PostgreSQL's clientcert=verify-full
+// matches it to the user name; MariaDB's REQUIRE SUBJECT to "/CN=user"),
+// for client authentication only.
+func IssueClient(authority KeyPair, user string, now time.Time) (KeyPair, error) {
+	if user == "" {
+		return KeyPair{}, errors.New("a client certificate needs a user name")
+	}
+	caCert, caKey, err := authority.parse()
+	if err != nil {
+		return KeyPair{}, fmt.Errorf("the certificate authority: %w", err)
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return KeyPair{}, err
+	}
+	template, err := certificateTemplate(user, now, ClientValidity)
+	if err != nil {
+		return KeyPair{}, err
+	}
+	template.Subject = pkix.Name{CommonName: user}
+	template.KeyUsage = x509.KeyUsageDigitalSignature
+	template.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
+	der, err := x509.CreateCertificate(rand.Reader, template, caCert, key.Public(), caKey)
+	if err != nil {
+		return KeyPair{}, err
+	}
+	return encode(der, key)
+}
+
+// ClientRenewal says why the client certificate must be issued again: it
+// is missing or does not parse, its key is not its own, the authority did
+// not sign it, it is not user's, or it expires within RenewBefore of now.
+// Empty when it is good; renewAt is then when it will need renewing.
+func ClientRenewal(client, authority KeyPair, user string, now time.Time) (reason string, renewAt time.Time) {
+	cert, reason := signedBy(client, authority)
+	switch {
+	case reason != "":
+		return reason, time.Time{}
+	case cert.Subject.String() != (pkix.Name{CommonName: user}).String():
+		return fmt.Sprintf("it is not the application user's (subject %q)", cert.Subject.String()), time.Time{}
+	}
+	return renewalOf(cert, now)
+}

@@ -1,0 +1,80 @@
+package pki
+
+import (
+	"crypto/x509"
+	"encoding/pem"
+	"strings"
+	"testing"
+	"time"
+)
+
+func parsedCertificate(t *testing.T, pair KeyPair) *x509.Certificate {
+	t.Helper()
+	block, _ := pem.Decode(pair.CertPEM)
+	if block == nil {
+		t.Fatal("no PEM certificate")
+	}
+	cert, err := x509.ParseCertificate(block.Bytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cert
+}
+
+func TestClientCertificateAuthenticatesItsUserOnly(t *testing.T) {
+	ca := authority(t)
+	client, err := IssueClient(ca, "app", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert := parsedCertificate(t, client)
+	if got := cert.Subject.String(); got != "CN=app" {
+		t.Errorf("subject %q, want CN=app alone (MariaDB's REQUIRE SUBJECT '/CN=app')", got)
+	}
+	roots := x509.NewCertPool()
+	roots.AddCert(parsedCertificate(t, ca))
+	verify := func(usage x509.ExtKeyUsage) error {
+		_, err := cert.Verify(x509.VerifyOptions{Roots: roots, CurrentTime: now, KeyUsages: []x509.ExtKeyUsage{usage}})
+		return err
+	}
+	if err := verify(x509.ExtKeyUsageClientAuth); err != nil {
+		t.Errorf("the client certificate does not verify for client authentication: %v", err)
+	}
+	if verify(x509.ExtKeyUsageServerAuth) == nil {
+		t.Error("the client certificate verifies as a server's")
+	}
+	if _, err := IssueClient(ca, "", now); err == nil {
+		t.Error("a client certificate was issued for no user")
+	}
+}
+
+func TestClientRenewal(t *testing.T) {
+	ca := authority(t)
+	other := authority(t)
+	client, err := IssueClient(ca, "app", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reason, renewAt := ClientRenewal(client, ca, "app", now)
+	if reason != "" || !renewAt.Equal(parsedCertificate(t, client).NotAfter.Add(-RenewBefore)) {
+		t.Errorf("a fresh certificate: reason %q, renew at %v", reason, renewAt)
+	}
+	for _, tc := range []struct {
+		name, want string
+		client     KeyPair
+		authority  KeyPair
+		user       string
+		at         time.Time
+	}{
+		{"none", "there is none", KeyPair{}, ca, "app", now},
+		{"another authority", "did not sign", client, other, "app", now},
+		{"another user", "not the application user's", client, ca, "orders", now},
+		{"near its expiry", "it expires at", client, ca, "app", now.Add(ClientValidity - RenewBefore)},
+		{"a server's key", "not the certificate's", KeyPair{CertPEM: client.CertPEM, KeyPEM: server(t, ca, names, now).KeyPEM}, ca, "app", now},
+	} {
+		reason, renewAt := ClientRenewal(tc.client, tc.authority, tc.user, tc.at)
+		if !strings.Contains(reason, tc.want) || !renewAt.IsZero() {
+			t.Errorf("%s: reason %q, renew at %v; want a reason with %q", tc.name, reason, renewAt, tc.want)
+		}
+	}
+}
