@@ -51,6 +51,11 @@ type engineCertificate struct {
 	// problem is the last problem logged, so that one that lasts is
 	// logged once.
 	problem string
+	// clientAuthority is the client authority's file content the engine
+	// read last; unset when it started without one (its arguments name
+	// the file only when it is there, so it reads one only at its next
+	// start).
+	clientAuthority FollowedFile
 }
 
 // starting records the certificate the engine reads as it starts: before
@@ -60,6 +65,11 @@ func (c *engineCertificate) starting(engine Engine, now time.Time) {
 	reloader, ok := engine.(TLSReloader)
 	if !ok || !reloader.TLSFiles().Enabled() {
 		return
+	}
+	if reloader.TLSFiles().VerifiesClients() {
+		if content, _, err := c.clientAuthority.Changed(reloader.TLSFiles().ClientCAFile()); err == nil {
+			c.clientAuthority.Applied(content)
+		}
 	}
 	if content, _, err := c.asked.Changed(reloader.TLSFiles().CertFile()); err == nil {
 		c.askedToLoad(content, now, reloadAgainAfter)
@@ -99,6 +109,9 @@ func (c *engineCertificate) followOnce(ctx context.Context, engine Engine, now t
 	reloader, ok := engine.(TLSReloader)
 	if !ok || !reloader.TLSFiles().Enabled() {
 		return nil
+	}
+	if err := c.followClientAuthority(ctx, reloader, log); err != nil {
+		return err
 	}
 	content, changed, err := c.asked.Changed(reloader.TLSFiles().CertFile())
 	if err != nil {
@@ -158,4 +171,24 @@ func (c *engineCertificate) followOnce(ctx context.Context, engine Engine, now t
 	c.askedAt, c.askAgain = now, min(2*c.askAgain, backOffAtMost)
 	c.probeAt = now.Add(probeAgainAfter)
 	return errors.Join(err, reloader.ReloadTLS(ctx))
+}
+
+// followClientAuthority has the running engine reload when the mounted
+// client authority changed since it read it last. Nothing tells whether
+// it took it: a failed reload is asked again at the next poll; a missing
+// file leaves the engine with the one it has.
+func (c *engineCertificate) followClientAuthority(ctx context.Context, reloader TLSReloader, log *slog.Logger) error {
+	if c.clientAuthority.applied == nil {
+		return nil
+	}
+	content, changed, err := c.clientAuthority.Changed(reloader.TLSFiles().ClientCAFile())
+	if err != nil || !changed {
+		return nil
+	}
+	if err := reloader.ReloadTLS(ctx); err != nil {
+		return fmt.Errorf("reloading the client authority: %w", err)
+	}
+	c.clientAuthority.Applied(content)
+	log.Info("the engine reloaded the mounted client certificate authority")
+	return nil
 }

@@ -283,3 +283,53 @@ func TestAnEngineThatDoesNotAnswerIsAskedLessAndLessOften(t *testing.T) {
 		t.Errorf("an engine that does not answer for an hour was asked %d times to load the certificate, want 15, and %d times what it serves, want at most %d", len(server.reloads), server.probes, 2*len(server.reloads)+10)
 	}
 }
+
+// TestClientAuthorityChangeIsReloaded: an engine that started with the
+// client authority is asked to reload when it changes, and only then;
+// one that started without it is not (it reads it at its next start).
+func TestClientAuthorityChangeIsReloaded(t *testing.T) {
+	ctx := context.Background()
+	log := slog.New(slog.NewTextHandler(&bytes.Buffer{}, nil))
+	mountClientAuthority := func(dir string) {
+		t.Helper()
+		authority, err := pki.NewAuthority("clients", time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, layout.KeyClientCACert), authority.CertPEM, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	now := time.Unix(1_700_000_000, 0)
+
+	server := &reloadingServer{files: TLS{Dir: t.TempDir()}}
+	mountCertificate(t, server.files.Dir)
+	mountClientAuthority(server.files.Dir)
+	var c engineCertificate
+	c.starting(server, now)
+	server.load(t)
+	for step := range 3 {
+		c.follow(ctx, server, now.Add(time.Duration(2*step)*time.Second), log)
+	}
+	if server.reloads != 0 {
+		t.Fatalf("nothing changed, yet the engine reloaded %d times", server.reloads)
+	}
+	mountClientAuthority(server.files.Dir)
+	c.follow(ctx, server, now.Add(8*time.Second), log)
+	c.follow(ctx, server, now.Add(10*time.Second), log)
+	if server.reloads != 1 {
+		t.Errorf("after the client authority changed, the engine reloaded %d times, want once", server.reloads)
+	}
+
+	// Started before the Secret had a client authority.
+	bare := &reloadingServer{files: TLS{Dir: t.TempDir()}}
+	mountCertificate(t, bare.files.Dir)
+	var b engineCertificate
+	b.starting(bare, now)
+	bare.load(t)
+	mountClientAuthority(bare.files.Dir)
+	b.follow(ctx, bare, now.Add(2*time.Second), log)
+	if bare.reloads != 0 {
+		t.Errorf("an engine that started without the client authority reloaded %d times for it", bare.reloads)
+	}
+}

@@ -30,6 +30,21 @@ func (t TLS) KeyFile() string { return filepath.Join(t.Dir, layout.KeyTLSKey) }
 // other instances are verified with.
 func (t TLS) CAFile() string { return filepath.Join(t.Dir, layout.KeyCACert) }
 
+// ClientCAFile is the certificate of the authority of the Database's
+// client certificates, which the engine verifies them with; it may be
+// missing (a Secret from before client certificates).
+func (t TLS) ClientCAFile() string { return filepath.Join(t.Dir, layout.KeyClientCACert) }
+
+// VerifiesClients reports whether there is a certificate to serve and a
+// client authority to verify client certificates with.
+func (t TLS) VerifiesClients() bool {
+	if !t.Enabled() {
+		return false
+	}
+	_, err := os.Stat(t.ClientCAFile())
+	return err == nil
+}
+
 // Enabled reports whether there is a certificate to serve.
 func (t TLS) Enabled() bool {
 	if t.Dir == "" {

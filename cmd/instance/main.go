@@ -118,6 +118,7 @@ func run(args []string, log *slog.Logger) error {
 	metricsTokenFile := flags.String("metrics-token-file", "", "the bearer token a metrics scraper must present (every scrape is refused without it)")
 	monitoringPasswordFile := flags.String("monitoring-password-file", "", "the monitoring user's password (no monitoring user without it)")
 	requireTLS := flags.Bool("require-tls", false, "refuse network connections without TLS (with the certificate of --tls-dir mounted)")
+	requireClientCertificate := flags.Bool("require-client-certificate", false, "the application user logs in over the network only with a client certificate of its name, signed by the client authority of --tls-dir ("+layout.KeyClientCACert+"), besides its password")
 	tlsDir := flags.String("tls-dir", "", "the Database's server certificate ("+layout.KeyTLSCert+", "+layout.KeyTLSKey+", "+layout.KeyCACert+"), served by the engine when present; \"\": no TLS")
 	if err := flags.Parse(args); err != nil {
 		return err
@@ -146,7 +147,8 @@ func run(args []string, log *slog.Logger) error {
 			replication.CloneFrom = *cloneFrom
 		}
 		pg := &postgres.Engine{DataDir: *dataDir, ConfigFile: *configFile, SocketDir: *socket, Port: *port, ExtraArgs: flags.Args(), Replication: replication,
-			ArchiveTimeout: *archiveTimeout, TLS: instance.TLS{Dir: *tlsDir}, RequireTLS: *requireTLS}
+			ArchiveTimeout: *archiveTimeout, TLS: instance.TLS{Dir: *tlsDir}, RequireTLS: *requireTLS,
+			RequireClientCertificate: *requireClientCertificate}
 		if pg.Archive, pg.Restore, err = backupSettings(r); err != nil {
 			return err
 		}
@@ -158,7 +160,8 @@ func run(args []string, log *slog.Logger) error {
 			replication.CloneFrom = *cloneFrom
 		}
 		my := &mysql.Engine{Flavor: mysql.Flavor(*engineName), DataDir: *dataDir, Socket: *socket, DefaultsFile: *defaultsFile, ExtraArgs: flags.Args(), Replication: replication,
-			ArchiveTimeout: *archiveTimeout, ConfigFile: *configFile, TLS: instance.TLS{Dir: *tlsDir}, RequireTLS: *requireTLS}
+			ArchiveTimeout: *archiveTimeout, ConfigFile: *configFile, TLS: instance.TLS{Dir: *tlsDir}, RequireTLS: *requireTLS,
+			RequireClientCertificate: *requireClientCertificate}
 		if my.ConfigFile == "" && my.DefaultsFile == "" {
 			my.ConfigFile = layout.MySQLConfigFile
 		}

@@ -48,7 +48,8 @@ const (
 	ProgramInOperatorImage = "/instance"
 	// TLSDir holds the Database's server certificate Secret as files: the
 	// engine and the instance program serve TLS with KeyTLSCert and
-	// KeyTLSKey, and verify the other instances with KeyCACert.
+	// KeyTLSKey, and verify the other instances with KeyCACert; the
+	// engine verifies client certificates with KeyClientCACert.
 	TLSDir = "/dbpilot/tls"
 )
 
@@ -59,6 +60,9 @@ const (
 	KeyTLSKey  = "tls.key"
 	KeyCACert  = "ca.crt"
 	KeyCAKey   = "ca.key"
+	// KeyClientCACert, in the server certificate Secret, is the
+	// certificate of the authority of the Database's client certificates.
+	KeyClientCACert = "client-ca.crt"
 )
 
 // Subcommands of the instance program.

@@ -67,6 +67,10 @@ type Engine struct {
 	// RequireTLS refuses network connections without TLS, when the
 	// certificate is mounted (the socket stays open to the program).
 	RequireTLS bool
+	// RequireClientCertificate has the application user log in only with
+	// a client certificate of its name (REQUIRE SUBJECT), verified with
+	// the mounted client authority, besides its password.
+	RequireClientCertificate bool
 
 	// appliedSuperuser is the superuser password last applied: MySQL's root
 	// logs in with it until a rotated one is applied.
@@ -172,11 +176,19 @@ func (e *Engine) ServerCommand() *exec.Cmd {
 // one: on the command line rather than in the generated configuration, so
 // a pod without the certificate (made before dbpilot issued one) starts
 // as it did.
+//
+// The server verifies client certificates with its ssl-ca: the client
+// authority when it is mounted, else (a Secret from before client
+// certificates) the server's, which signs no client certificate.
 func TLSArgs(tls instance.TLS) []string {
 	if !tls.Enabled() {
 		return nil
 	}
-	return []string{"--ssl-cert=" + tls.CertFile(), "--ssl-key=" + tls.KeyFile(), "--ssl-ca=" + tls.CAFile(),
+	clients := tls.CAFile()
+	if tls.VerifiesClients() {
+		clients = tls.ClientCAFile()
+	}
+	return []string{"--ssl-cert=" + tls.CertFile(), "--ssl-key=" + tls.KeyFile(), "--ssl-ca=" + clients,
 		"--tls-version=TLSv1.2,TLSv1.3"}
 }
 
@@ -288,7 +300,7 @@ func (e *Engine) EnsureUsers(ctx context.Context, creds instance.Credentials) er
 		return err
 	}
 	defer db.Close()
-	statements := UserStatements(e.Flavor, creds)
+	statements := UserStatements(e.Flavor, creds, e.RequireClientCertificate)
 	if e.Flavor == MySQL && e.Replication.CloneFrom != "" {
 		// A replica receives the users from its primary: it clones it,
 		// then replicates from it. Once cloned, its root has the
@@ -350,8 +362,10 @@ type Statement struct{ What, SQL string }
 // UserStatements bring the users to the wanted state: root with the
 // superuser password (besides socket authentication on MariaDB), and the
 // application user with every privilege on its own database and none
-// elsewhere.
-func UserStatements(flavor Flavor, creds instance.Credentials) []Statement {
+// elsewhere; with requireCertificate it must also present a client
+// certificate whose subject is its name alone, which the server verifies
+// with its authority (REQUIRE SUBJECT), else none (REQUIRE NONE).
+func UserStatements(flavor Flavor, creds instance.Credentials, requireCertificate bool) []Statement {
 	app := quoteString(creds.Username) + "@'%'"
 	database := quoteIdentifier(creds.Username)
 	var superuser, appAuth string
@@ -363,10 +377,14 @@ func UserStatements(flavor Flavor, creds instance.Credentials) []Statement {
 			quoteString(nativePasswordHash(creds.SuperuserPassword))
 		appAuth = "IDENTIFIED BY PASSWORD " + quoteString(nativePasswordHash(creds.Password))
 	}
+	appRequire := "REQUIRE NONE"
+	if requireCertificate {
+		appRequire = "REQUIRE SUBJECT " + quoteString("/CN="+creds.Username)
+	}
 	return []Statement{
 		{"setting the superuser's password", superuser},
 		{"creating the application user", "CREATE USER IF NOT EXISTS " + app + " " + appAuth},
-		{"setting the application user's password", "ALTER USER " + app + " " + appAuth},
+		{"setting the application user's password", "ALTER USER " + app + " " + appAuth + " " + appRequire},
 		{"creating the application database", "CREATE DATABASE IF NOT EXISTS " + database},
 		{"granting the application database", "GRANT ALL PRIVILEGES ON " + database + ".* TO " + app},
 	}

@@ -42,7 +42,7 @@ func TestUserStatements(t *testing.T) {
 		}
 		return strings.Join(all, ";\n")
 	}
-	maria := join(UserStatements(MariaDB, creds))
+	maria := join(UserStatements(MariaDB, creds, false))
 	for _, want := range []string{
 		"CREATE USER IF NOT EXISTS 'shop`app'@'%' IDENTIFIED BY PASSWORD '" + nativePasswordHash("p'w") + "'",
 		"GRANT ALL PRIVILEGES ON `shop``app`.* TO 'shop`app'@'%'",
@@ -55,7 +55,7 @@ func TestUserStatements(t *testing.T) {
 	if strings.Contains(maria, "p''w") || strings.Contains(maria, `s\\x`) {
 		t.Errorf("MariaDB statements carry a password in clear:\n%s", maria)
 	}
-	mysql := join(UserStatements(MySQL, creds))
+	mysql := join(UserStatements(MySQL, creds, false))
 	for _, want := range []string{
 		"ALTER USER 'root'@'localhost' IDENTIFIED BY 's\\\\x'",
 		"ALTER USER 'shop`app'@'%' IDENTIFIED BY 'p''w'",
@@ -67,6 +67,15 @@ func TestUserStatements(t *testing.T) {
 	}
 	if strings.Contains(mysql, "ALL PRIVILEGES ON *.*") || strings.Contains(maria, "ALL PRIVILEGES ON *.*") {
 		t.Error("the application user gets privileges on every database")
+	}
+	for flavor, statements := range map[Flavor]string{MariaDB: maria, MySQL: mysql} {
+		if !strings.Contains(statements, "'shop`app'@'%' IDENTIFIED BY") || !strings.Contains(statements, " REQUIRE NONE") || strings.Contains(statements, "REQUIRE SUBJECT") {
+			t.Errorf("%s: the application user is asked for a certificate it does not need:\n%s", flavor, statements)
+		}
+		required := join(UserStatements(flavor, creds, true))
+		if !strings.Contains(required, "ALTER USER 'shop`app'@'%' IDENTIFIED BY") || !strings.HasSuffix(strings.SplitN(required[strings.Index(required, "ALTER USER 'shop`app'"):], ";", 2)[0], " REQUIRE SUBJECT '/CN=shop`app'") {
+			t.Errorf("%s: the application user is not asked for its certificate:\n%s", flavor, required)
+		}
 	}
 }
 

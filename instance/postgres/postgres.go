@@ -56,6 +56,12 @@ type Engine struct {
 	// certificate is mounted (hostssl rules in pg_hba.conf; the local
 	// socket stays open to the program).
 	RequireTLS bool
+	// RequireClientCertificate has the application user log in over the
+	// network only with a client certificate of its name, verified with
+	// the mounted client authority, besides its password (pg_hba.conf's
+	// clientcert=verify-full); without that authority mounted, its
+	// network logins are refused.
+	RequireClientCertificate bool
 
 	// followedConfig is the configuration file's content last reloaded;
 	// only the supervisor's loop uses it.
@@ -96,7 +102,7 @@ func (e *Engine) Bootstrap(ctx context.Context, creds instance.Credentials) erro
 	if err != nil {
 		return err
 	}
-	return e.writeHBA()
+	return e.writeHBA(creds.Username)
 }
 
 // initdb creates a new cluster with the superuser's password.
@@ -132,32 +138,61 @@ func InitdbArgs(dataDir, pwfile string) []string {
 	}
 }
 
+// HBARules are what pg_hba.conf lets in over the network.
+type HBARules struct {
+	// RequireTLS lets connections in only over TLS (hostssl).
+	RequireTLS bool
+	// CertificateUser, when set, logs in only over TLS with a client
+	// certificate of its name besides its password (clientcert=verify-full).
+	CertificateUser string
+	// VerifiesClients says the server has an authority to verify client
+	// certificates with (ssl_ca_file): without, CertificateUser is
+	// refused on the network, and the rules still load.
+	VerifiesClients bool
+}
+
 // HBA is pg_hba.conf: the program's own sessions over the socket by peer
 // authentication; every user in with SCRAM from any address (the Services
 // are the boundary, and passwords are never sent in clear), the
-// replication user for replication; with requireTLS only over TLS
-// (hostssl), so a connection without finds no rule and is refused.
-func HBA(requireTLS bool) string {
+// replication user for replication; with RequireTLS only over TLS
+// (hostssl), so a connection without finds no rule and is refused. A
+// CertificateUser's rules come first: the first rule that matches a
+// connection decides it. The user's name must be one pg_hba.conf can
+// quote (no double quote, no line break).
+func HBA(rules HBARules) (string, error) {
 	kind := "host"
-	if requireTLS {
+	if rules.RequireTLS {
 		kind = "hostssl"
 	}
-	rules := "# Written by dbpilot's instance program at every start; changes are overwritten.\n" +
+	addresses := []string{"0.0.0.0/0", "::/0"}
+	hba := "# Written by dbpilot's instance program at every start; changes are overwritten.\n" +
 		"local all all peer\n" +
 		"local replication all peer\n"
-	for _, database := range []string{"all all", "replication " + ReplicationUser} {
-		for _, address := range []string{"0.0.0.0/0", "::/0"} {
-			rules += kind + " " + database + " " + address + " scram-sha-256\n"
+	if user := rules.CertificateUser; user != "" {
+		if strings.ContainsAny(user, "\"\r\n") {
+			return "", fmt.Errorf("the application user's name %q cannot be written in pg_hba.conf", user)
+		}
+		quoted := `"` + user + `"`
+		for _, address := range addresses {
+			if rules.VerifiesClients {
+				hba += "hostssl all " + quoted + " " + address + " scram-sha-256 clientcert=verify-full\n"
+			}
+			hba += "host all " + quoted + " " + address + " reject\n"
 		}
 	}
-	return rules
+	for _, database := range []string{"all all", "replication " + ReplicationUser} {
+		for _, address := range addresses {
+			hba += kind + " " + database + " " + address + " scram-sha-256\n"
+		}
+	}
+	return hba, nil
 }
 
 // writeHBA writes the data directory's pg_hba.conf (HBA), so a change of
-// spec.tls.required applies at the next start. TLS is required only with
-// the certificate mounted: without it, no client could connect. Without
-// data there is nothing to write.
-func (e *Engine) writeHBA() error {
+// spec.tls.required or clientCertificateRequired applies at the next
+// start. TLS is required only with the certificate mounted: without it,
+// no client could connect. Without data there is nothing to write.
+func (e *Engine) writeHBA(user string) error {
 	path := filepath.Join(e.DataDir, "pg_hba.conf")
 	content, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
@@ -166,7 +201,14 @@ func (e *Engine) writeHBA() error {
 	if err != nil {
 		return err
 	}
-	wanted := HBA(e.RequireTLS && e.TLS.Enabled())
+	rules := HBARules{RequireTLS: e.RequireTLS && e.TLS.Enabled(), VerifiesClients: e.TLS.VerifiesClients()}
+	if e.RequireClientCertificate {
+		rules.CertificateUser = user
+	}
+	wanted, err := HBA(rules)
+	if err != nil {
+		return err
+	}
 	if string(content) == wanted {
 		return nil
 	}
@@ -207,8 +249,14 @@ func TLSArgs(tls instance.TLS) []string {
 	if !tls.Enabled() {
 		return nil
 	}
-	return []string{"-c", "ssl=on", "-c", "ssl_cert_file=" + tls.CertFile(), "-c", "ssl_key_file=" + tls.KeyFile(),
+	args := []string{"-c", "ssl=on", "-c", "ssl_cert_file=" + tls.CertFile(), "-c", "ssl_key_file=" + tls.KeyFile(),
 		"-c", "ssl_min_protocol_version=TLSv1.2"}
+	if tls.VerifiesClients() {
+		// Only when mounted: a server given a file it cannot read does
+		// not start.
+		args = append(args, "-c", "ssl_ca_file="+tls.ClientCAFile())
+	}
+	return args
 }
 
 var _ instance.TLSReloader = (*Engine)(nil)

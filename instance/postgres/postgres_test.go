@@ -138,6 +138,15 @@ func TestPassFileEscapesThePassword(t *testing.T) {
 	}
 }
 
+func hba(t *testing.T, rules HBARules) string {
+	t.Helper()
+	content, err := HBA(rules)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return content
+}
+
 func TestWriteHBA(t *testing.T) {
 	dir := t.TempDir()
 	tls := instance.TLS{Dir: filepath.Join(dir, "tls")}
@@ -162,14 +171,14 @@ func TestWriteHBA(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := &Engine{DataDir: dir, TLS: tls}
-	if err := e.writeHBA(); err != nil {
+	if err := e.writeHBA("app"); err != nil {
 		t.Fatal(err)
 	}
-	if got := read(); got != HBA(false) {
+	if got := read(); got != hba(t, HBARules{}) {
 		t.Errorf("rules:\n%s", got)
 	}
 	e.RequireTLS = true
-	if err := e.writeHBA(); err != nil {
+	if err := e.writeHBA("app"); err != nil {
 		t.Fatal(err)
 	}
 	required := read()
@@ -186,14 +195,69 @@ func TestWriteHBA(t *testing.T) {
 	// Without a certificate mounted, requiring TLS would lock every
 	// client out: the rules stay open.
 	e.TLS = instance.TLS{}
-	if err := e.writeHBA(); err != nil {
+	if err := e.writeHBA("app"); err != nil {
 		t.Fatal(err)
 	}
-	if got := read(); got != HBA(false) {
+	if got := read(); got != hba(t, HBARules{}) {
 		t.Errorf("rules without a certificate:\n%s", got)
 	}
+	// Requiring the client certificate without the client authority
+	// mounted refuses the application user on the network, and the
+	// rules still load (clientcert needs ssl_ca_file).
+	e.TLS, e.RequireTLS, e.RequireClientCertificate = tls, false, true
+	if err := e.writeHBA("app"); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(); strings.Contains(got, "clientcert") || !strings.Contains(got, `host all "app" 0.0.0.0/0 reject`+"\n") {
+		t.Errorf("rules without the client authority:\n%s", got)
+	}
+	if err := os.WriteFile(tls.ClientCAFile(), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.writeHBA("app"); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(); got != hba(t, HBARules{CertificateUser: "app", VerifiesClients: true}) {
+		t.Errorf("rules with the client authority:\n%s", got)
+	}
 	// No data directory yet: nothing to write.
-	if err := (&Engine{DataDir: filepath.Join(dir, "none")}).writeHBA(); err != nil {
+	if err := (&Engine{DataDir: filepath.Join(dir, "none")}).writeHBA("app"); err != nil {
 		t.Errorf("without data: %v", err)
+	}
+}
+
+// TestHBAAsksTheApplicationUserForItsCertificateFirst checks that the
+// first rule matching each of the application user's network connections
+// (pg_hba.conf's order) wants its certificate, or refuses it, while the
+// other users' stay as they were.
+func TestHBAAsksTheApplicationUserForItsCertificateFirst(t *testing.T) {
+	firstMatch := func(rules, kind, user, address string) string {
+		for _, line := range strings.Split(rules, "\n") {
+			fields := strings.Fields(line)
+			if len(fields) < 5 || fields[1] != "all" || fields[3] != address {
+				continue
+			}
+			if (fields[0] == kind || fields[0] == "host") && (fields[2] == "all" || fields[2] == `"`+user+`"`) {
+				return strings.Join(fields[4:], " ")
+			}
+		}
+		return "no rule"
+	}
+	for _, tlsRequired := range []bool{false, true} {
+		rules := hba(t, HBARules{RequireTLS: tlsRequired, CertificateUser: "app", VerifiesClients: true})
+		for _, address := range []string{"0.0.0.0/0", "::/0"} {
+			if got := firstMatch(rules, "hostssl", "app", address); got != "scram-sha-256 clientcert=verify-full" {
+				t.Errorf("TLS required %v: the application user over TLS from %s: %q", tlsRequired, address, got)
+			}
+			if got := firstMatch(rules, "hostnossl", "app", address); got != "reject" {
+				t.Errorf("TLS required %v: the application user without TLS from %s: %q", tlsRequired, address, got)
+			}
+			if got := firstMatch(rules, "hostssl", "reporting", address); got != "scram-sha-256" {
+				t.Errorf("TLS required %v: another user over TLS from %s: %q", tlsRequired, address, got)
+			}
+		}
+	}
+	if _, err := HBA(HBARules{CertificateUser: `a"b`, VerifiesClients: true}); err == nil {
+		t.Error("a user name with a double quote was written")
 	}
 }

@@ -40,7 +40,7 @@ func (e *Engine) PrepareData(ctx context.Context, creds instance.Credentials, lo
 	if err := e.Replication.writePassFile(); err != nil {
 		return fmt.Errorf("writing the replication password file: %w", err)
 	}
-	if err := e.writeHBA(); err != nil {
+	if err := e.writeHBA(creds.Username); err != nil {
 		return fmt.Errorf("writing pg_hba.conf: %w", err)
 	}
 	if _, err := os.Stat(filepath.Join(e.DataDir, standbySignal)); err != nil {

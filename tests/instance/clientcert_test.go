@@ -1,0 +1,178 @@
+package instance_test
+
+import (
+	"context"
+	"crypto/tls"
+	"database/sql"
+	"fmt"
+	"net"
+	"strconv"
+	"testing"
+	"time"
+
+	mysqldriver "github.com/go-sql-driver/mysql"
+	"github.com/jackc/pgx/v5"
+
+	"github.com/dbpilot/dbpilot/instance/layout"
+	"github.com/dbpilot/dbpilot/internal/pki"
+)
+
+// clientLogin is one way the application user ("shop") tries to log in.
+type clientLogin struct {
+	name        string
+	password    string
+	useTLS      bool
+	certificate *tls.Certificate
+	// succeeds says whether the engine lets it in while the certificate
+	// is required.
+	succeeds bool
+	// foreign is a certificate the client authority did not sign: both
+	// engines refuse it at the handshake, required or not.
+	foreign bool
+}
+
+// clientLogins mounts a client authority into certs' directory, as the
+// operator adds it to the server certificate Secret, and returns the
+// logins to try: with the certificate it issued the user, and with each
+// thing wrong in turn.
+func clientLogins(t *testing.T, certs *certificates) []clientLogin {
+	t.Helper()
+	issue := func(authority pki.KeyPair, user string) *tls.Certificate {
+		t.Helper()
+		pair, err := pki.IssueClient(authority, user, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		cert, err := tls.X509KeyPair(pair.CertPEM, pair.KeyPEM)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return &cert
+	}
+	clients, err := pki.NewAuthority("test client authority", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	certs.writeFile(t, layout.KeyClientCACert, clients.CertPEM)
+	own := issue(clients, "shop")
+	return []clientLogin{
+		{name: "its password and certificate", password: "app-pass", useTLS: true, certificate: own, succeeds: true},
+		{name: "its password alone, over TLS", password: "app-pass", useTLS: true},
+		{name: "its password alone, without TLS", password: "app-pass"},
+		{name: "a wrong password and its certificate", password: "wrong", useTLS: true, certificate: own},
+		{name: "its password and another user's certificate", password: "app-pass", useTLS: true, certificate: issue(clients, "other")},
+		{name: "its password and a certificate of its name from the server's authority", password: "app-pass", useTLS: true, certificate: issue(certs.authority, "shop"), foreign: true},
+		{name: "its password and a certificate of its name from another authority", password: "app-pass", useTLS: true, certificate: issue(mustAuthority(t), "shop"), foreign: true},
+	}
+}
+
+func mustAuthority(t *testing.T) pki.KeyPair {
+	t.Helper()
+	authority, err := pki.NewAuthority("another authority", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return authority
+}
+
+// tlsFor is the client's TLS configuration of a login: the server
+// verified as localhost, and the login's certificate presented.
+func (l clientLogin) tlsFor(t *testing.T, certs *certificates) *tls.Config {
+	t.Helper()
+	if !l.useTLS {
+		return nil
+	}
+	config, _ := certs.clientConfig(t)
+	if l.certificate != nil {
+		// Presented whatever authorities the server names (Go's client
+		// would otherwise keep back one the server did not ask for).
+		config.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return l.certificate, nil }
+	}
+	return config
+}
+
+// expectLogins tries each login: while required, only those that should
+// succeed do; while not, every one with the password and no foreign
+// certificate does.
+func expectLogins(t *testing.T, logins []clientLogin, required bool, login func(clientLogin) error) {
+	t.Helper()
+	for _, l := range logins {
+		want := l.succeeds || (!required && l.password == "app-pass" && !l.foreign)
+		err := login(l)
+		switch {
+		case want && err != nil:
+			t.Errorf("certificate required %t: %s was refused: %v", required, l.name, err)
+		case !want && err == nil:
+			t.Errorf("certificate required %t: %s was let in", required, l.name)
+		}
+	}
+}
+
+// TestClientCertificateRequired starts each engine with the application
+// user's client certificate required: only a login with its password and
+// a certificate of its name from the client authority gets in. Restarted
+// on the same data without it, the password is enough again.
+func TestClientCertificateRequired(t *testing.T) {
+	for _, engine := range []struct {
+		name, osUser, path string
+		args               func(t *testing.T, u osUser, port int, tlsDir string) []string
+		login              func(port int, password string, config *tls.Config) error
+	}{
+		{"postgres", "postgres", "/usr/lib/postgresql/15/bin:/usr/bin:/bin", func(t *testing.T, u osUser, port int, tlsDir string) []string {
+			return pgInstanceArgs(t, u, "db-0", port, tlsDir)
+		}, pgLogin},
+		{"mariadb", "mysql", "/usr/sbin:/usr/bin:/bin", mariadbInstanceArgs, mariadbLogin},
+	} {
+		t.Run(engine.name, func(t *testing.T) {
+			u := lookup(t, engine.osUser)
+			port := freePort(t)
+			certs := newCertificates(t, u)
+			logins := clientLogins(t, certs)
+			args := engine.args(t, u, port, certs.dir)
+			login := func(l clientLogin) error { return engine.login(port, l.password, l.tlsFor(t, certs)) }
+			p := start(t, u, engine.path, append(args, "--require-client-certificate")...)
+			expectLogins(t, logins, true, login)
+			p.stop(t)
+			p = start(t, u, engine.path, args...)
+			defer p.stop(t)
+			expectLogins(t, logins, false, login)
+		})
+	}
+}
+
+// pgLogin opens a session as the application user with password, over
+// TLS with config (without TLS when nil), and runs a query.
+func pgLogin(port int, password string, config *tls.Config) error {
+	ctx := context.Background()
+	sslmode := "disable"
+	if config != nil {
+		sslmode = "verify-full"
+	}
+	cfg, err := pgx.ParseConfig(fmt.Sprintf("host=127.0.0.1 port=%d user=shop dbname=shop sslmode=%s connect_timeout=5", port, sslmode))
+	if err != nil {
+		return err
+	}
+	cfg.Password, cfg.TLSConfig, cfg.Fallbacks = password, config, nil
+	conn, err := pgx.ConnectConfig(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	var one int
+	return conn.QueryRow(ctx, "SELECT 1").Scan(&one)
+}
+
+// mariadbLogin is pgLogin for MariaDB.
+func mariadbLogin(port int, password string, config *tls.Config) error {
+	cfg := mysqldriver.NewConfig()
+	cfg.Net, cfg.Addr, cfg.User, cfg.Passwd, cfg.DBName = "tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), "shop", password, "shop"
+	cfg.Timeout, cfg.TLS = 5*time.Second, config
+	connector, err := mysqldriver.NewConnector(cfg)
+	if err != nil {
+		return err
+	}
+	db := sql.OpenDB(connector)
+	defer db.Close()
+	var one int
+	return db.QueryRowContext(context.Background(), "SELECT 1").Scan(&one)
+}
