@@ -24,7 +24,10 @@ type observation struct {
 	pods               []corev1.Pod
 	credentialsProblem string
 	tlsProblem         string
-	volumeProblem      string
+	// clientCertificateProblem says why the application user's client
+	// certificate cannot be issued.
+	clientCertificateProblem string
+	volumeProblem            string
 	// predecessorPending names a child a deleted Database of the same
 	// name still owns.
 	predecessorPending string
@@ -172,6 +175,8 @@ func buildConditions(db *dbpilotv1alpha1.Database, obs observation, current []me
 		set(dbpilotv1alpha1.ConditionDegraded, metav1.ConditionTrue, dbpilotv1alpha1.ReasonCredentialsInvalid, obs.credentialsProblem)
 	case obs.tlsProblem != "":
 		set(dbpilotv1alpha1.ConditionDegraded, metav1.ConditionTrue, dbpilotv1alpha1.ReasonServerCertificateInvalid, obs.tlsProblem)
+	case obs.clientCertificateProblem != "":
+		set(dbpilotv1alpha1.ConditionDegraded, metav1.ConditionTrue, dbpilotv1alpha1.ReasonClientCertificateInvalid, obs.clientCertificateProblem)
 	case obs.backup.restoreFailure != "":
 		set(dbpilotv1alpha1.ConditionDegraded, metav1.ConditionTrue, dbpilotv1alpha1.ReasonRestoreFailed, obs.backup.restoreFailure)
 	case obs.degradingErr != nil:

@@ -128,6 +128,13 @@ func TestBuildConditions(t *testing.T) {
 			progressingReason: dbpilotv1alpha1.ReasonReconciled, degradedReason: dbpilotv1alpha1.ReasonServerCertificateInvalid, phase: "Degraded",
 		},
 		{
+			name: "client certificate authority unusable", db: testDatabase(1),
+			obs: observation{primary: "db-0", statefulSet: sts(1, 1, 1, "a", "a"), pods: []corev1.Pod{pod("db-0", true, old)},
+				clientCertificateProblem: "the client certificate authority in Secret x-client-ca cannot sign"},
+			available: metav1.ConditionTrue, progressing: metav1.ConditionFalse, degraded: metav1.ConditionTrue,
+			progressingReason: dbpilotv1alpha1.ReasonReconciled, degradedReason: dbpilotv1alpha1.ReasonClientCertificateInvalid, phase: "Degraded",
+		},
+		{
 			name: "reconcile error", db: testDatabase(1),
 			obs:       observation{primary: "db-0", statefulSet: sts(1, 1, 1, "a", "a"), pods: []corev1.Pod{pod("db-0", true, old)}, reconcileErr: errors.New("applying Service: timeout"), degradingErr: errors.New("applying Service: timeout")},
 			available: metav1.ConditionTrue, progressing: metav1.ConditionFalse, degraded: metav1.ConditionTrue,

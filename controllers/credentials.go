@@ -110,6 +110,7 @@ func (r *DatabaseReconciler) reconcileCredentials(ctx context.Context, s *scope)
 		if problem := missingKeysProblem(secret, desired.CredentialKeys); problem != "" {
 			s.credentialsProblem = "spec.credentialsSecretName: " + problem
 		}
+		s.applicationUser = strings.TrimRight(string(secret.Data[desired.SecretKeyUsername]), "\n")
 		return ctrl.Result{}, nil
 	}
 
@@ -123,6 +124,7 @@ func (r *DatabaseReconciler) reconcileCredentials(ctx context.Context, s *scope)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	s.applicationUser = strings.TrimRight(string(secret.Data[desired.SecretKeyUsername]), "\n")
 	if created {
 		if db.Status.CredentialsSecret == key.Name {
 			// It existed, and someone deleted it: the new passwords

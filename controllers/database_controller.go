@@ -167,6 +167,7 @@ func (r *DatabaseReconciler) reconcileNormal(ctx context.Context, s *scope) (ctr
 		r.reconcileCredentials,
 		r.reconcileReplicationSecret,
 		r.reconcileMetricsSecret,
+		r.reconcileClientCertificate,
 		r.reconcileTLS,
 		r.reconcileConfigMap,
 		r.reconcileDesignation,

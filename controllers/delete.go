@@ -78,9 +78,9 @@ func (r *DatabaseReconciler) retainVolumes(ctx context.Context, db *dbpilotv1alp
 	}
 	// The Secrets dbpilot generated go with the volumes: the data there
 	// was written with their passwords (a replica's volume holds the
-	// replication password it streams with), and clients trust the
-	// certificate authority.
-	generated := []string{db.ReplicationSecretName(), db.CertificateAuthoritySecretName()}
+	// replication password it streams with), clients trust the
+	// certificate authority, and hold certificates of the client one.
+	generated := []string{db.ReplicationSecretName(), db.CertificateAuthoritySecretName(), db.ClientAuthoritySecretName()}
 	if db.GeneratesCredentials() {
 		generated = append(generated, db.CredentialsSecretName())
 	}

@@ -23,6 +23,17 @@ type scope struct {
 	// credentialsProblem says what is wrong with the credentials Secret, in
 	// words safe to show (key names, never values); empty when fine.
 	credentialsProblem string
+	// applicationUser is the application user's name, from the
+	// credentials Secret; empty when it cannot be read.
+	applicationUser string
+	// clientAuthority is the certificate of the authority of the
+	// Database's client certificates, which its engines trust; nil until
+	// read, and while it cannot be (clientCertificateProblem).
+	clientAuthority []byte
+	// clientCertificateProblem says why the application user's client
+	// certificate cannot be issued, in words safe to show; empty when
+	// fine.
+	clientCertificateProblem string
 	// tlsProblem says what is wrong with the user's server certificate
 	// Secret, in words safe to show; empty when fine.
 	tlsProblem string

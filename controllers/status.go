@@ -79,20 +79,21 @@ func (r *DatabaseReconciler) writeStatus(ctx context.Context, s *scope, reconcil
 		reconcileErr = errors.Join(reconcileErr, err)
 	}
 	obs := observation{
-		statefulSet:        s.statefulSet,
-		statefulSetWritten: s.statefulSetWritten,
-		pods:               s.pods,
-		credentialsProblem: s.credentialsProblem,
-		tlsProblem:         s.tlsProblem,
-		volumeProblem:      s.volumeProblem,
-		predecessorPending: s.predecessorPending,
-		reconcileErr:       reconcileErr,
-		degradingErr:       r.failures.degrading(client.ObjectKeyFromObject(s.db), reconcileErr, r.clock().Now()),
-		instances:          s.instances,
-		primary:            designatedPrimary(s),
-		failingOver:        failingOverCondition(s),
-		backup:             backupObservationOf(s),
-		backupObserved:     !s.db.Spec.Paused,
+		statefulSet:              s.statefulSet,
+		statefulSetWritten:       s.statefulSetWritten,
+		pods:                     s.pods,
+		credentialsProblem:       s.credentialsProblem,
+		tlsProblem:               s.tlsProblem,
+		clientCertificateProblem: s.clientCertificateProblem,
+		volumeProblem:            s.volumeProblem,
+		predecessorPending:       s.predecessorPending,
+		reconcileErr:             reconcileErr,
+		degradingErr:             r.failures.degrading(client.ObjectKeyFromObject(s.db), reconcileErr, r.clock().Now()),
+		instances:                s.instances,
+		primary:                  designatedPrimary(s),
+		failingOver:              failingOverCondition(s),
+		backup:                   backupObservationOf(s),
+		backupObserved:           !s.db.Spec.Paused,
 	}
 	status := buildStatus(s.db, obs, metav1.NewTime(r.clock().Now()))
 	r.recordDegraded(s.db, status.Conditions)

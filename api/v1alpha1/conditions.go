@@ -68,6 +68,11 @@ const (
 // spec.tls.serverCertificateSecretName names is missing or unusable.
 const ReasonServerCertificateInvalid = "ServerCertificateInvalid"
 
+// ReasonClientCertificateInvalid: the application user's client
+// certificate cannot be issued (its authority's Secret cannot sign, or
+// its own Secret is not dbpilot's).
+const ReasonClientCertificateInvalid = "ClientCertificateInvalid"
+
 // Event reasons recorded on a Database.
 const (
 	EventReasonScaled         = "Scaled"
@@ -123,6 +128,12 @@ const (
 	// EventReasonCertificateCopied: the user's server certificate
 	// (spec.tls.serverCertificateSecretName) was copied to the pods'.
 	EventReasonCertificateCopied = "CertificateCopied"
+	// EventReasonClientCertificateIssued: the application user's client
+	// certificate was issued again (renewed, or its Secret was missing).
+	EventReasonClientCertificateIssued = "ClientCertificateIssued"
+	// EventReasonClientCertificateAuthorityTrusted: the server certificate
+	// Secret the pods mount took the client authority's certificate.
+	EventReasonClientCertificateAuthorityTrusted = "ClientCertificateAuthorityTrusted"
 	// EventReasonCertificateAuthorityAdded: a new certificate's
 	// authorities were added beside the former ones, before the pods
 	// serve it; EventReasonCertificateAuthorityRetired: the former ones

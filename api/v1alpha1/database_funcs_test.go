@@ -53,7 +53,7 @@ func TestChildNamesFitAtMaximumNameLength(t *testing.T) {
 	names := []string{
 		db.PodName(15), db.HeadlessServiceName(), db.ReadWriteServiceName(), db.ReadOnlyServiceName(),
 		db.ConfigMapName(), db.DesignationConfigMapName(), db.CredentialsSecretName(), db.ReplicationSecretName(), db.PodDisruptionBudgetName(),
-		db.CertificateAuthoritySecretName(), db.ServerCertificateSecretName(),
+		db.CertificateAuthoritySecretName(), db.ServerCertificateSecretName(), db.ClientAuthoritySecretName(), db.ApplicationCertificateSecretName(),
 		db.ClaimName(15),
 		db.StatefulSetName() + "-" + strings.Repeat("f", 10), // controller-revision-hash
 	}

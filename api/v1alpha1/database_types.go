@@ -77,7 +77,7 @@ const (
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 // +kubebuilder:validation:XValidation:rule="size(self.metadata.name) <= 40",message="metadata.name must be at most 40 characters: it prefixes the names of the Database's Services, StatefulSet and Pods"
 // +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must start with a letter and contain only lowercase letters, digits and '-': it names the Database's Services"
-// +kubebuilder:validation:XValidation:rule="!has(self.spec.tls) || !has(self.spec.tls.serverCertificateSecretName) || !(self.spec.tls.serverCertificateSecretName in [self.metadata.name + '-tls', self.metadata.name + '-ca'])",message="spec.tls.serverCertificateSecretName must not name <metadata.name>-tls or <metadata.name>-ca: dbpilot writes those Secrets"
+// +kubebuilder:validation:XValidation:rule="!has(self.spec.tls) || !has(self.spec.tls.serverCertificateSecretName) || !(self.spec.tls.serverCertificateSecretName in [self.metadata.name + '-tls', self.metadata.name + '-ca', self.metadata.name + '-client-ca', self.metadata.name + '-app-tls'])",message="spec.tls.serverCertificateSecretName must not name <metadata.name>-tls, -ca, -client-ca or -app-tls: dbpilot writes those Secrets"
 type Database struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
@@ -329,6 +329,21 @@ type TLSSpec struct {
 	// +kubebuilder:validation:MaxLength=253
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Server Certificate Secret",xDescriptors={"urn:alm:descriptor:io.kubernetes:Secret"}
 	ServerCertificateSecretName string `json:"serverCertificateSecretName,omitempty"`
+
+	// clientCertificateRequired has the application user log in over the
+	// network with its password and, besides, the client certificate
+	// dbpilot issues it: Secret <name>-app-tls (tls.crt, tls.key, and
+	// ca.crt, the client authority in <name>-client-ca that the engines
+	// trust), whose common name is the user's name. A login without that
+	// certificate, or over a connection without TLS, is refused
+	// (PostgreSQL: clientcert=verify-full; MariaDB and MySQL: REQUIRE
+	// SUBJECT). The certificate is issued whether this is set or not, so
+	// clients can take it before it is required, and renewed 30 days
+	// before it expires. The other users are left as they are. Changing
+	// it restarts the pods one at a time, replicas first.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Require Client Certificate",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:booleanSwitch"}
+	ClientCertificateRequired bool `json:"clientCertificateRequired,omitempty"`
 }
 
 // FailoverSpec says when a replica replaces the primary.

@@ -11,6 +11,16 @@ func (d *Database) CertificateAuthoritySecretName() string { return d.Name + "-c
 // (ProvidedServerCertificateSecretName).
 func (d *Database) ServerCertificateSecretName() string { return d.Name + "-tls" }
 
+// ClientAuthoritySecretName is the Secret of the authority of the
+// Database's client certificates, which dbpilot generates: the engines
+// trust its ca.crt for client certificates.
+func (d *Database) ClientAuthoritySecretName() string { return d.Name + "-client-ca" }
+
+// ApplicationCertificateSecretName is the Secret (type kubernetes.io/tls)
+// of the application user's client certificate, which dbpilot issues and
+// renews.
+func (d *Database) ApplicationCertificateSecretName() string { return d.Name + "-app-tls" }
+
 // ProvidedServerCertificateSecretName is the user's Secret the server
 // certificate is copied from; empty when dbpilot issues it.
 func (d *Database) ProvidedServerCertificateSecretName() string {
@@ -35,3 +45,9 @@ func (d *Database) ServerNames() []string {
 
 // RequiresTLS reports whether connections without TLS are refused.
 func (d *Database) RequiresTLS() bool { return d.Spec.TLS != nil && d.Spec.TLS.Required }
+
+// RequiresClientCertificate reports whether the application user must
+// present its client certificate to log in over the network.
+func (d *Database) RequiresClientCertificate() bool {
+	return d.Spec.TLS != nil && d.Spec.TLS.ClientCertificateRequired
+}

@@ -301,12 +301,18 @@ func instanceArgs(db *dbpilotv1alpha1.Database) []string {
 }
 
 // requireTLSArgs have the engine refuse network connections without TLS
-// when spec.tls.required says so.
+// when spec.tls.required says so, and the application user's logins
+// without its client certificate when spec.tls.clientCertificateRequired
+// does.
 func requireTLSArgs(db *dbpilotv1alpha1.Database) []string {
-	if !db.RequiresTLS() {
-		return nil
+	var args []string
+	if db.RequiresTLS() {
+		args = append(args, "--require-tls")
 	}
-	return []string{"--require-tls"}
+	if db.RequiresClientCertificate() {
+		args = append(args, "--require-client-certificate")
+	}
+	return args
 }
 
 // The engine metrics are served on their own port to the metrics Secret's

@@ -55,6 +55,7 @@ func TestInvalidDatabasesAreRejected(t *testing.T) {
 		{name: "name too long", dbName: "a-database-name-that-is-much-too-long-for-children", spec: validSpec, wantField: "metadata.name", wantText: "at most 40 characters"},
 		{name: "server certificate in dbpilot's Secret", dbName: "orders", spec: validSpec + "  tls: {serverCertificateSecretName: orders-tls}\n", wantField: "spec.tls.serverCertificateSecretName", wantText: "dbpilot writes those"},
 		{name: "server certificate in the authority's Secret", dbName: "orders", spec: validSpec + "  tls: {serverCertificateSecretName: orders-ca}\n", wantField: "spec.tls.serverCertificateSecretName", wantText: "dbpilot writes those"},
+		{name: "server certificate in the client certificate's Secret", dbName: "orders", spec: validSpec + "  tls: {serverCertificateSecretName: orders-app-tls}\n", wantField: "spec.tls.serverCertificateSecretName", wantText: "dbpilot writes those"},
 		{name: "name starting with a digit", dbName: "1orders", spec: validSpec, wantField: "metadata.name", wantText: "start with a letter"},
 	}
 	for i, tc := range cases {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/x509"
 	"encoding/pem"
+	"maps"
 	"testing"
 	"time"
 
@@ -275,7 +276,10 @@ func TestSwitchToProvidedCertificateOnceValid(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		served := &corev1.Secret{}
 		g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: db.ServerCertificateSecretName()}, served)).To(Succeed())
-		g.Expect(served.Data).To(Equal(provided.Data))
+		// Beside the user's files, the client authority the engines trust.
+		wanted := maps.Clone(provided.Data)
+		wanted[layout.KeyClientCACert] = clientAuthorityOf(g, db).Data[layout.KeyCACert]
+		g.Expect(served.Data).To(Equal(wanted))
 		g.Expect(eventNotes(g, db)).To(ContainElement("Copied the server certificate of Secret ledger-cert into Secret ledger-tls"))
 	}, time.Minute, pollInterval).Should(Succeed())
 	waitConverged(g, db)

@@ -118,13 +118,26 @@ type endpoint struct {
 }
 
 // connectAppAt opens a session as the application user to the endpoint,
-// with the credentials from the Database's Secret.
+// with the credentials from the Database's Secret, and its client
+// certificate from <name>-app-tls when the Database requires it.
 func connectAppAt(ctx context.Context, db *dbpilotv1alpha1.Database, at endpoint) (sqlSession, error) {
 	secret, err := clientset.CoreV1().Secrets(db.Namespace).Get(ctx, db.CredentialsSecretName(), metav1.GetOptions{})
 	if err != nil {
 		return nil, err
 	}
-	return connectWith(ctx, db, at, string(secret.Data[desired.SecretKeyUsername]), string(secret.Data[desired.SecretKeyPassword]))
+	var certificate *tls.Certificate
+	if db.RequiresClientCertificate() {
+		issued, err := clientset.CoreV1().Secrets(db.Namespace).Get(ctx, db.ApplicationCertificateSecretName(), metav1.GetOptions{})
+		if err != nil {
+			return nil, err
+		}
+		pair, err := tls.X509KeyPair(issued.Data[layout.KeyTLSCert], issued.Data[layout.KeyTLSKey])
+		if err != nil {
+			return nil, fmt.Errorf("Secret %s: %w", issued.Name, err)
+		}
+		certificate = &pair
+	}
+	return connectPresenting(ctx, db, at, string(secret.Data[desired.SecretKeyUsername]), string(secret.Data[desired.SecretKeyPassword]), certificate)
 }
 
 // encryptedQuery reads 1 when the session runs over TLS.
@@ -158,9 +171,18 @@ func serverTLS(ctx context.Context, db *dbpilotv1alpha1.Database, serverName str
 // TLS that verifies the server's certificate (sslmode=verify-full; no
 // fallback to a session without TLS).
 func connectWith(ctx context.Context, db *dbpilotv1alpha1.Database, at endpoint, user, password string) (sqlSession, error) {
+	return connectPresenting(ctx, db, at, user, password, nil)
+}
+
+// connectPresenting is connectWith presenting a client certificate, when
+// one is given.
+func connectPresenting(ctx context.Context, db *dbpilotv1alpha1.Database, at endpoint, user, password string, certificate *tls.Certificate) (sqlSession, error) {
 	config, err := serverTLS(ctx, db, at.serverName)
 	if err != nil {
 		return nil, err
+	}
+	if certificate != nil {
+		config.Certificates = []tls.Certificate{*certificate}
 	}
 	if db.Spec.Engine == dbpilotv1alpha1.EnginePostgres {
 		cfg, err := pgx.ParseConfig("sslmode=verify-full")

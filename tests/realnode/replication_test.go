@@ -62,12 +62,15 @@ var replicationEngines = []replicationSQL{
 }
 
 // TestReplicasServeReads runs a Database of each engine with three pods on
-// the real node, TLS required, serving the platform team's own certificate
+// the real node, TLS and the application user's client certificate
+// required, serving the platform team's own certificate
 // (an RSA one, its key in PKCS #1, signed by an intermediate that follows
 // it in tls.crt, as cert-manager writes it): MariaDB from the start,
 // PostgreSQL switched to it from dbpilot's while running, without a
 // restart. Rows written through the -rw Service are
-// read back from every replica, and a session without TLS is refused;
+// read back from every replica (each session presenting the client
+// certificate dbpilot issued), and a session without TLS, or without the
+// certificate, is refused;
 // scaling 3 -> 4 clones a replica that catches up (the node's 2 CPUs hold
 // four pods of the small tier's 500m requests); a deleted replica pod
 // rejoins from its volume without a re-clone; scaling down keeps the
@@ -86,7 +89,7 @@ func testReplicasServeReads(t *testing.T, tc replicationSQL) {
 	ns := "real-replicas-" + string(tc.engine)
 	restrictedNamespace(t, ns)
 	db := newDatabase(ns, "orders", tc.engine, tc.version, 3)
-	db.Spec.TLS = &dbpilotv1alpha1.TLSSpec{Required: true}
+	db.Spec.TLS = &dbpilotv1alpha1.TLSSpec{Required: true, ClientCertificateRequired: true}
 	// PostgreSQL switches to the platform team's certificate while it
 	// runs (the kubelet updates the mounted Secret in steps); MariaDB
 	// serves it from the start.
@@ -116,6 +119,7 @@ func testReplicasServeReads(t *testing.T, tc replicationSQL) {
 	expectEveryReplica(g, db, tc, 3, 500500)
 	expectReplicationOverTLS(g, db, 3)
 	expectSessionWithoutTLSRefused(g, db)
+	expectPasswordAloneRefused(g, db)
 	if switches {
 		switchToProvidedCertificate(t, g, db)
 	}
@@ -435,6 +439,24 @@ func podMetrics(g Gomega, db *dbpilotv1alpha1.Database, name string) map[string]
 
 // expectSessionWithoutTLSRefused expects the application user's session
 // without TLS through -rw to be refused for it (spec.tls.required).
+// expectPasswordAloneRefused: the application user's session over TLS
+// with its password but without its client certificate is refused.
+func expectPasswordAloneRefused(g Gomega, db *dbpilotv1alpha1.Database) {
+	ctx := context.Background()
+	svc, err := clientset.CoreV1().Services(db.Namespace).Get(ctx, db.ReadWriteServiceName(), metav1.GetOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	secret, err := clientset.CoreV1().Secrets(db.Namespace).Get(ctx, db.CredentialsSecretName(), metav1.GetOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	session, err := connectWith(ctx, db, endpoint{svc.Spec.ClusterIP, int(svc.Spec.Ports[0].Port), db.ServiceHost(db.ReadWriteServiceName())},
+		string(secret.Data[desired.SecretKeyUsername]), string(secret.Data[desired.SecretKeyPassword]))
+	if err == nil {
+		session.close()
+	}
+	// PostgreSQL names the certificate; MariaDB refuses it as it refuses
+	// a wrong password.
+	g.Expect(err).To(Or(MatchError(ContainSubstring("valid client certificate")), MatchError(ContainSubstring("Error 1045"))), "a session without the client certificate")
+}
+
 func expectSessionWithoutTLSRefused(g Gomega, db *dbpilotv1alpha1.Database) {
 	ctx := context.Background()
 	svc, err := clientset.CoreV1().Services(db.Namespace).Get(ctx, db.ReadWriteServiceName(), metav1.GetOptions{})

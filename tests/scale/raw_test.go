@@ -47,8 +47,9 @@ func rawSecret(s *corev1.Secret) *corev1.Secret {
 
 // createRawChildren creates, with cs and no operator, the children the
 // operator creates for db (a defaulted Database that does not exist): the
-// generated Secrets (the certificate authority and server certificate
-// issued as the operator issues them), the designation and engine ConfigMaps, the three
+// generated Secrets (the certificate authorities, the server certificate
+// and the application user's client certificate issued as the operator
+// issues them), the designation and engine ConfigMaps, the three
 // Services, the StatefulSet and, when the Database needs one, the
 // PodDisruptionBudget. The objects come from the operator's own builders,
 // so both runs ask the cluster for the same work.
@@ -64,11 +65,21 @@ func createRawChildren(ctx context.Context, cs kubernetes.Interface, db *dbpilot
 	if err != nil {
 		return err
 	}
+	clients, err := pki.NewAuthority(db.Name+" clients", now)
+	if err != nil {
+		return err
+	}
+	application, err := pki.IssueClient(clients, desired.AppUsername, now)
+	if err != nil {
+		return err
+	}
 	for _, secret := range []*corev1.Secret{
 		desired.CredentialsSecret(db, desired.Credentials{Password: rand.Text(), SuperuserPassword: rand.Text()}),
 		desired.ReplicationSecret(db, desired.InternalPasswords{Replication: rand.Text(), Monitoring: rand.Text()}),
 		desired.CertificateAuthoritySecret(db, authority),
-		desired.ServerCertificateSecret(db, server, authority.CertPEM),
+		desired.ServerCertificateSecret(db, server, authority.CertPEM, clients.CertPEM),
+		desired.ClientAuthoritySecret(db, clients),
+		desired.ApplicationCertificateSecret(db, application, clients.CertPEM),
 	} {
 		if _, err := cs.CoreV1().Secrets(db.Namespace).Create(ctx, rawSecret(secret), create); err != nil {
 			return fmt.Errorf("Secret %s: %w", secret.Name, err)

@@ -18,11 +18,11 @@ func TestSmallFleetSettles(t *testing.T) {
 
 	raw := runRaw(ctx, t, rawConfig, template, "smoke-raw", n)
 	namespaces := len(namespacesOf("smoke-raw", n))
-	// Per Database: four Secrets (credentials, replication, certificate
-	// authority, server certificate) and the designation created; the
-	// engine ConfigMap, three Services and the StatefulSet applied. Per
-	// namespace: the metrics Secret.
-	if want := 5*n + namespaces; raw.requests["create"] != want {
+	// Per Database: six Secrets (credentials, replication, the two
+	// certificate authorities, the server and the client certificate)
+	// and the designation created; the engine ConfigMap, three Services
+	// and the StatefulSet applied. Per namespace: the metrics Secret.
+	if want := 7*n + namespaces; raw.requests["create"] != want {
 		t.Errorf("audit log: the raw client made %d creates, want %d (%s)", raw.requests["create"], want, raw.requests)
 	}
 	if want := 5 * n; raw.requests["patch"] != want {

@@ -1,0 +1,106 @@
+package controllers
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
+	"github.com/dbpilot/dbpilot/controllers/desired"
+	"github.com/dbpilot/dbpilot/instance/layout"
+	"github.com/dbpilot/dbpilot/internal/pki"
+)
+
+// reconcileClientCertificate keeps the application user's client
+// certificate: the authority of the Database's client certificates is
+// created once (or read from a Secret of its name that exists already, as
+// the server authority is), and the certificate is issued into
+// <name>-app-tls when it is missing, not the user's or not the
+// authority's, and pki.RenewBefore its expiry. The engines trust the
+// authority through the server certificate Secret (reconcileTLS writes
+// it there). Whether the certificate is required changes nothing here: it
+// is issued either way, so that clients can take it first.
+func (r *DatabaseReconciler) reconcileClientCertificate(ctx context.Context, s *scope) (ctrl.Result, error) {
+	db := s.db
+	now := r.clock().Now()
+	authority, problem, err := r.clientAuthority(ctx, db, now)
+	if err != nil || problem != "" {
+		// A problem only the user can fix holds back nothing else: the
+		// pods keep trusting the authority they have.
+		s.clientCertificateProblem = problem
+		return ctrl.Result{}, err
+	}
+	s.clientAuthority = authority.CertPEM
+	if s.applicationUser == "" {
+		// The credentials Secret's problem is Degraded's to tell.
+		return ctrl.Result{}, nil
+	}
+	key := client.ObjectKey{Namespace: db.Namespace, Name: db.ApplicationCertificateSecretName()}
+	current := &corev1.Secret{}
+	if err := r.Client.Get(ctx, key, current); client.IgnoreNotFound(err) != nil {
+		return ctrl.Result{}, fmt.Errorf("reading Secret %s: %w", key.Name, err)
+	}
+	held := pki.KeyPair{CertPEM: current.Data[layout.KeyTLSCert], KeyPEM: current.Data[layout.KeyTLSKey]}
+	reason, renewAt := pki.ClientRenewal(held, authority, s.applicationUser, now)
+	if reason == "" {
+		if !bytes.Equal(current.Data[layout.KeyCACert], authority.CertPEM) {
+			reason = "its authority's certificate changed"
+		} else {
+			return ctrl.Result{RequeueAfter: renewAt.Sub(now)}, nil
+		}
+	}
+	issued, err := pki.IssueClient(authority, s.applicationUser, now)
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("issuing the application user's client certificate: %w", err)
+	}
+	wanted := desired.ApplicationCertificateSecret(db, issued, authority.CertPEM)
+	if current.Name == "" {
+		err := r.Client.Create(ctx, wanted, client.FieldOwner(FieldOwner))
+		if apierrors.IsAlreadyExists(err) {
+			// Not in the cache, which holds dbpilot's Secrets only.
+			s.clientCertificateProblem = fmt.Sprintf("Secret %s exists and is not dbpilot's: dbpilot writes the application user's client certificate there; delete or rename it", key.Name)
+			return ctrl.Result{}, nil
+		}
+		if err != nil {
+			return ctrl.Result{}, fmt.Errorf("creating Secret %s: %w", key.Name, err)
+		}
+		return ctrl.Result{RequeueAfter: pki.ClientValidity - pki.RenewBefore}, nil
+	}
+	updated := current.DeepCopy()
+	updated.Data = wanted.Data
+	if err := r.Client.Update(ctx, updated, client.FieldOwner(FieldOwner)); err != nil {
+		return ctrl.Result{}, fmt.Errorf("writing Secret %s: %w", key.Name, err)
+	}
+	r.Recorder.Eventf(db, nil, corev1.EventTypeNormal, dbpilotv1alpha1.EventReasonClientCertificateIssued, "IssueClientCertificate",
+		"Issued the application user's client certificate in Secret %s again: %s", key.Name, reason)
+	return ctrl.Result{RequeueAfter: pki.ClientValidity - pki.RenewBefore}, nil
+}
+
+// clientAuthority reads the authority of the Database's client
+// certificates, creating it when its Secret does not exist. One that
+// cannot sign is a problem naming the Secret (never overwritten).
+func (r *DatabaseReconciler) clientAuthority(ctx context.Context, db *dbpilotv1alpha1.Database, now time.Time) (authority pki.KeyPair, problem string, err error) {
+	key := client.ObjectKey{Namespace: db.Namespace, Name: db.ClientAuthoritySecretName()}
+	secret, _, err := r.createOrReadSecret(ctx, key, func() (*corev1.Secret, error) {
+		authority, err := pki.NewAuthority(db.Name+"."+db.Namespace+" client certificate authority", now)
+		if err != nil {
+			return nil, err
+		}
+		return desired.ClientAuthoritySecret(db, authority), nil
+	})
+	if err != nil {
+		return pki.KeyPair{}, "", err
+	}
+	authority = pki.KeyPair{CertPEM: secret.Data[layout.KeyCACert], KeyPEM: secret.Data[layout.KeyCAKey]}
+	if problem := pki.AuthorityProblem(authority, now); problem != "" {
+		return pki.KeyPair{}, fmt.Sprintf("the client certificate authority in Secret %s (keys %s and %s) cannot sign the client certificate: %s; delete it for dbpilot to create a new authority",
+			key.Name, layout.KeyCACert, layout.KeyCAKey, problem), nil
+	}
+	return authority, "", nil
+}

@@ -1,0 +1,145 @@
+package e2e_test
+
+import (
+	"context"
+	"crypto/x509"
+	"encoding/pem"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
+	"github.com/dbpilot/dbpilot/controllers/desired"
+	"github.com/dbpilot/dbpilot/instance/layout"
+	"github.com/dbpilot/dbpilot/internal/pki"
+)
+
+// applicationCertificate reads the application user's client certificate
+// Secret and expects its certificate to be the user's, for client
+// authentication, from the authority in clientAuthorityPEM, which the
+// Secret carries and the pods' server certificate Secret trusts; it
+// returns the certificate.
+func applicationCertificate(g Gomega, db *dbpilotv1alpha1.Database, clientAuthorityPEM []byte) *x509.Certificate {
+	ctx := context.Background()
+	secret := &corev1.Secret{}
+	g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: db.Namespace, Name: db.ApplicationCertificateSecretName()}, secret)).To(Succeed())
+	g.Expect(secret.Type).To(Equal(corev1.SecretTypeTLS))
+	g.Expect(secret.Data[layout.KeyCACert]).To(Equal(clientAuthorityPEM), "the Secret carries its authority's certificate")
+	pair := pki.KeyPair{CertPEM: secret.Data[layout.KeyTLSCert], KeyPEM: secret.Data[layout.KeyTLSKey]}
+	reason, _ := pki.ClientRenewal(pair, pki.KeyPair{CertPEM: clientAuthorityPEM, KeyPEM: clientAuthorityOf(g, db).Data[layout.KeyCAKey]}, desired.AppUsername, time.Now())
+	g.Expect(reason).To(BeEmpty(), "the client certificate is the user's and its key pairs with it")
+	block, _ := pem.Decode(pair.CertPEM)
+	g.Expect(block).NotTo(BeNil())
+	cert, err := x509.ParseCertificate(block.Bytes)
+	g.Expect(err).NotTo(HaveOccurred())
+	roots := x509.NewCertPool()
+	g.Expect(roots.AppendCertsFromPEM(clientAuthorityPEM)).To(BeTrue())
+	_, err = cert.Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}})
+	g.Expect(err).NotTo(HaveOccurred())
+	g.Expect(cert.Subject.CommonName).To(Equal(desired.AppUsername))
+
+	server := &corev1.Secret{}
+	g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: db.Namespace, Name: db.ServerCertificateSecretName()}, server)).To(Succeed())
+	g.Expect(server.Data[layout.KeyClientCACert]).To(Equal(clientAuthorityPEM), "the pods trust the client authority")
+	return cert
+}
+
+func clientAuthorityOf(g Gomega, db *dbpilotv1alpha1.Database) *corev1.Secret {
+	secret := &corev1.Secret{}
+	g.Expect(k8sClient.Get(context.Background(), client.ObjectKey{Namespace: db.Namespace, Name: db.ClientAuthoritySecretName()}, secret)).To(Succeed())
+	return secret
+}
+
+// TestApplicationClientCertificate checks the client certificate dbpilot
+// keeps for a Database's application user: issued whether required or
+// not, its authority trusted by the pods; renewed when it nears its
+// expiry, issued again when its Secret is deleted, and from a new
+// authority when the user replaces it; requiring it gives the instance
+// program the flag.
+func TestApplicationClientCertificate(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := restrictedNamespace(t, "clientcert")
+	startOperator(t, ns)
+
+	db := newDatabase(ns, "orders", dbpilotv1alpha1.EngineMariaDB)
+	g.Expect(k8sClient.Create(ctx, db)).To(Succeed())
+	waitConverged(g, db)
+
+	authority := clientAuthorityOf(g, db)
+	g.Expect(authority.OwnerReferences).To(ConsistOf(HaveField("UID", db.UID)))
+	g.Expect(authority.Data[layout.KeyCACert]).NotTo(Equal(authorityOf(g, db).Data[layout.KeyCACert]), "client certificates have an authority of their own")
+	first := applicationCertificate(g, db, authority.Data[layout.KeyCACert])
+	g.Expect(first.NotAfter).To(BeTemporally("~", time.Now().Add(pki.ClientValidity), time.Hour))
+	g.Expect(statefulSetOf(g, db).Spec.Template.Spec.Containers[0].Args).NotTo(ContainElement("--require-client-certificate"))
+
+	update(g, db, func(db *dbpilotv1alpha1.Database) {
+		db.Spec.TLS = &dbpilotv1alpha1.TLSSpec{ClientCertificateRequired: true}
+	})
+	g.Eventually(func(g Gomega) []string { return statefulSetOf(g, db).Spec.Template.Spec.Containers[0].Args }, convergeTimeout, pollInterval).
+		Should(ContainElement("--require-client-certificate"))
+
+	// One that expires in ten days is issued again.
+	ca := pki.KeyPair{CertPEM: authority.Data[layout.KeyCACert], KeyPEM: authority.Data[layout.KeyCAKey]}
+	expiring, err := pki.IssueClient(ca, desired.AppUsername, time.Now().Add(10*24*time.Hour-pki.ClientValidity))
+	g.Expect(err).NotTo(HaveOccurred())
+	current := &corev1.Secret{}
+	g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: db.ApplicationCertificateSecretName()}, current)).To(Succeed())
+	current.Data[layout.KeyTLSCert], current.Data[layout.KeyTLSKey] = expiring.CertPEM, expiring.KeyPEM
+	g.Expect(k8sClient.Update(ctx, current)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		renewed := applicationCertificate(g, db, ca.CertPEM)
+		g.Expect(renewed.NotAfter).To(BeTemporally("~", time.Now().Add(pki.ClientValidity), time.Hour))
+	}, convergeTimeout, pollInterval).Should(Succeed())
+	g.Eventually(func(g Gomega) []string { return eventReasons(g, db) }, convergeTimeout, pollInterval).
+		Should(ContainElement(dbpilotv1alpha1.EventReasonClientCertificateIssued))
+
+	// Deleted, it is issued again.
+	g.Expect(k8sClient.Delete(ctx, current)).To(Succeed())
+	g.Eventually(func(g Gomega) { applicationCertificate(g, db, ca.CertPEM) }, convergeTimeout, pollInterval).Should(Succeed())
+
+	// The user replaces the authority: the pods trust the new one, and
+	// the certificate is issued from it.
+	own, err := pki.NewAuthority("the user's client authority", time.Now())
+	g.Expect(err).NotTo(HaveOccurred())
+	authority.Data = map[string][]byte{layout.KeyCACert: own.CertPEM, layout.KeyCAKey: own.KeyPEM}
+	g.Expect(k8sClient.Update(ctx, authority)).To(Succeed())
+	g.Eventually(func(g Gomega) { applicationCertificate(g, db, own.CertPEM) }, convergeTimeout, pollInterval).Should(Succeed())
+	g.Eventually(func(g Gomega) []string { return eventReasons(g, db) }, convergeTimeout, pollInterval).
+		Should(ContainElement(dbpilotv1alpha1.EventReasonClientCertificateAuthorityTrusted))
+
+	// An authority that cannot sign (its key is another's) shows in
+	// Degraded, and the pods keep trusting the one they have; deleted,
+	// a new one is created and the certificate issued from it.
+	other, err := pki.NewAuthority("another", time.Now())
+	g.Expect(err).NotTo(HaveOccurred())
+	authority = clientAuthorityOf(g, db)
+	authority.Data[layout.KeyCAKey] = other.KeyPEM
+	g.Expect(k8sClient.Update(ctx, authority)).To(Succeed())
+	g.Eventually(func(g Gomega) *metav1.Condition {
+		fetch(g, db)
+		return findCondition(db, dbpilotv1alpha1.ConditionDegraded)
+	}, convergeTimeout, pollInterval).Should(And(
+		HaveField("Status", metav1.ConditionTrue), HaveField("Reason", dbpilotv1alpha1.ReasonClientCertificateInvalid),
+		HaveField("Message", ContainSubstring(db.ClientAuthoritySecretName()))))
+	g.Consistently(func(g Gomega) {
+		for name, key := range map[string]string{db.ServerCertificateSecretName(): layout.KeyClientCACert, db.ApplicationCertificateSecretName(): layout.KeyCACert} {
+			secret := &corev1.Secret{}
+			g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, secret)).To(Succeed())
+			g.Expect(secret.Data[key]).To(Equal(own.CertPEM), "Secret %s", name)
+		}
+	}, 3*time.Second, pollInterval).Should(Succeed())
+	g.Expect(k8sClient.Delete(ctx, authority)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		renewed := clientAuthorityOf(g, db)
+		g.Expect(renewed.UID).NotTo(Equal(authority.UID))
+		applicationCertificate(g, db, renewed.Data[layout.KeyCACert])
+		fetch(g, db)
+		g.Expect(findCondition(db, dbpilotv1alpha1.ConditionDegraded)).To(HaveField("Status", metav1.ConditionFalse))
+	}, convergeTimeout, pollInterval).Should(Succeed())
+}
