@@ -85,22 +85,13 @@ func (r *DatabaseReconciler) reconcileClientCertificate(ctx context.Context, s *
 // clientAuthority reads the authority of the Database's client
 // certificates, creating it when its Secret does not exist. One that
 // cannot sign is a problem naming the Secret (never overwritten).
-func (r *DatabaseReconciler) clientAuthority(ctx context.Context, db *dbpilotv1alpha1.Database, now time.Time) (authority pki.KeyPair, problem string, err error) {
+func (r *DatabaseReconciler) clientAuthority(ctx context.Context, db *dbpilotv1alpha1.Database, now time.Time) (pki.KeyPair, string, error) {
 	key := client.ObjectKey{Namespace: db.Namespace, Name: db.ClientAuthoritySecretName()}
-	secret, _, err := r.createOrReadSecret(ctx, key, func() (*corev1.Secret, error) {
-		authority, err := pki.NewAuthority(db.Name+"."+db.Namespace+" client certificate authority", now)
-		if err != nil {
-			return nil, err
-		}
-		return desired.ClientAuthoritySecret(db, authority), nil
-	})
-	if err != nil {
-		return pki.KeyPair{}, "", err
+	authority, problem, err := r.authority(ctx, key, db.Name+"."+db.Namespace+" client certificate authority", now,
+		func(authority pki.KeyPair) *corev1.Secret { return desired.ClientAuthoritySecret(db, authority) })
+	if problem != "" {
+		problem = fmt.Sprintf("the client certificate authority in Secret %s (keys %s and %s) cannot sign the client certificate: %s; delete it for dbpilot to create a new authority",
+			key.Name, layout.KeyCACert, layout.KeyCAKey, problem)
 	}
-	authority = pki.KeyPair{CertPEM: secret.Data[layout.KeyCACert], KeyPEM: secret.Data[layout.KeyCAKey]}
-	if problem := pki.AuthorityProblem(authority, now); problem != "" {
-		return pki.KeyPair{}, fmt.Sprintf("the client certificate authority in Secret %s (keys %s and %s) cannot sign the client certificate: %s; delete it for dbpilot to create a new authority",
-			key.Name, layout.KeyCACert, layout.KeyCAKey, problem), nil
-	}
-	return authority, "", nil
+	return authority, problem, err
 }

@@ -160,20 +160,33 @@ func (r *DatabaseReconciler) writeServerCertificate(ctx context.Context, db *dbp
 // Secret does not exist.
 func (r *DatabaseReconciler) certificateAuthority(ctx context.Context, db *dbpilotv1alpha1.Database, now time.Time) (pki.KeyPair, error) {
 	key := client.ObjectKey{Namespace: db.Namespace, Name: db.CertificateAuthoritySecretName()}
+	authority, problem, err := r.authority(ctx, key, db.Name+"."+db.Namespace+" certificate authority", now,
+		func(authority pki.KeyPair) *corev1.Secret { return desired.CertificateAuthoritySecret(db, authority) })
+	if err == nil && problem != "" {
+		err = fmt.Errorf("the certificate authority in Secret %s (keys %s and %s) cannot sign the server certificate: %s; delete it for dbpilot to create a new authority",
+			key.Name, layout.KeyCACert, layout.KeyCAKey, problem)
+	}
+	return authority, err
+}
+
+// authority reads the authority in the Secret of key, creating one named
+// commonName in the Secret secretFor makes when it does not exist (one of
+// the user's is read and never written); problem says why it cannot sign
+// (never overwritten).
+func (r *DatabaseReconciler) authority(ctx context.Context, key client.ObjectKey, commonName string, now time.Time, secretFor func(pki.KeyPair) *corev1.Secret) (authority pki.KeyPair, problem string, err error) {
 	secret, _, err := r.createOrReadSecret(ctx, key, func() (*corev1.Secret, error) {
-		authority, err := pki.NewAuthority(db.Name+"."+db.Namespace+" certificate authority", now)
+		authority, err := pki.NewAuthority(commonName, now)
 		if err != nil {
 			return nil, err
 		}
-		return desired.CertificateAuthoritySecret(db, authority), nil
+		return secretFor(authority), nil
 	})
 	if err != nil {
-		return pki.KeyPair{}, err
+		return pki.KeyPair{}, "", err
 	}
-	authority := pki.KeyPair{CertPEM: secret.Data[layout.KeyCACert], KeyPEM: secret.Data[layout.KeyCAKey]}
+	authority = pki.KeyPair{CertPEM: secret.Data[layout.KeyCACert], KeyPEM: secret.Data[layout.KeyCAKey]}
 	if problem := pki.AuthorityProblem(authority, now); problem != "" {
-		return pki.KeyPair{}, fmt.Errorf("the certificate authority in Secret %s (keys %s and %s) cannot sign the server certificate: %s; delete it for dbpilot to create a new authority",
-			key.Name, layout.KeyCACert, layout.KeyCAKey, problem)
+		return pki.KeyPair{}, problem, nil
 	}
-	return authority, nil
+	return authority, "", nil
 }

@@ -1,9 +1,6 @@
 package pki
 
 import (
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"errors"
@@ -23,26 +20,10 @@ func IssueClient(authority KeyPair, user string, now time.Time) (KeyPair, error)
 	if user == "" {
 		return KeyPair{}, errors.New("a client certificate needs a user name")
 	}
-	caCert, caKey, err := authority.parse()
-	if err != nil {
-		return KeyPair{}, fmt.Errorf("the certificate authority: %w", err)
-	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return KeyPair{}, err
-	}
-	template, err := certificateTemplate(user, now, ClientValidity)
-	if err != nil {
-		return KeyPair{}, err
-	}
-	template.Subject = pkix.Name{CommonName: user}
-	template.KeyUsage = x509.KeyUsageDigitalSignature
-	template.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
-	der, err := x509.CreateCertificate(rand.Reader, template, caCert, key.Public(), caKey)
-	if err != nil {
-		return KeyPair{}, err
-	}
-	return encode(der, key)
+	return issue(authority, user, now, ClientValidity, func(template *x509.Certificate) {
+		template.Subject = pkix.Name{CommonName: user}
+		template.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
+	})
 }
 
 // ClientRenewal says why the client certificate must be issued again: it

@@ -69,6 +69,22 @@ func IssueServer(authority KeyPair, names []string, now time.Time) (KeyPair, err
 	if len(names) == 0 {
 		return KeyPair{}, errors.New("a server certificate needs a name")
 	}
+	return issue(authority, names[0], now, ServerValidity, func(template *x509.Certificate) {
+		for _, name := range names {
+			if ip := net.ParseIP(name); ip != nil {
+				template.IPAddresses = append(template.IPAddresses, ip)
+			} else {
+				template.DNSNames = append(template.DNSNames, name)
+			}
+		}
+		template.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
+	})
+}
+
+// issue signs, with the authority, a certificate of a new key for
+// commonName, valid from now for validity, for digital signatures, as
+// describe makes it.
+func issue(authority KeyPair, commonName string, now time.Time, validity time.Duration, describe func(*x509.Certificate)) (KeyPair, error) {
 	caCert, caKey, err := authority.parse()
 	if err != nil {
 		return KeyPair{}, fmt.Errorf("the certificate authority: %w", err)
@@ -77,19 +93,12 @@ func IssueServer(authority KeyPair, names []string, now time.Time) (KeyPair, err
 	if err != nil {
 		return KeyPair{}, err
 	}
-	template, err := certificateTemplate(names[0], now, ServerValidity)
+	template, err := certificateTemplate(commonName, now, validity)
 	if err != nil {
 		return KeyPair{}, err
 	}
-	for _, name := range names {
-		if ip := net.ParseIP(name); ip != nil {
-			template.IPAddresses = append(template.IPAddresses, ip)
-		} else {
-			template.DNSNames = append(template.DNSNames, name)
-		}
-	}
 	template.KeyUsage = x509.KeyUsageDigitalSignature
-	template.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
+	describe(template)
 	der, err := x509.CreateCertificate(rand.Reader, template, caCert, key.Public(), caKey)
 	if err != nil {
 		return KeyPair{}, err
