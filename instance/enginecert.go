@@ -54,8 +54,11 @@ type engineCertificate struct {
 	// clientAuthority is the client authority's file content the engine
 	// read last; unset when it started without one (its arguments name
 	// the file only when it is there, so it reads one only at its next
-	// start).
-	clientAuthority FollowedFile
+	// start). A reload of it that failed is asked again at
+	// clientAuthorityRetry, clientAuthorityBackOff after the last.
+	clientAuthority        FollowedFile
+	clientAuthorityRetry   time.Time
+	clientAuthorityBackOff time.Duration
 }
 
 // starting records the certificate the engine reads as it starts: before
@@ -110,9 +113,12 @@ func (c *engineCertificate) followOnce(ctx context.Context, engine Engine, now t
 	if !ok || !reloader.TLSFiles().Enabled() {
 		return nil
 	}
-	if err := c.followClientAuthority(ctx, reloader, log); err != nil {
-		return err
-	}
+	// A client authority the engine does not take holds back no
+	// certificate.
+	return errors.Join(c.followClientAuthority(ctx, reloader, now, log), c.followServed(ctx, engine, reloader, now, log))
+}
+
+func (c *engineCertificate) followServed(ctx context.Context, engine Engine, reloader TLSReloader, now time.Time, log *slog.Logger) error {
 	content, changed, err := c.asked.Changed(reloader.TLSFiles().CertFile())
 	if err != nil {
 		return err
@@ -175,10 +181,11 @@ func (c *engineCertificate) followOnce(ctx context.Context, engine Engine, now t
 
 // followClientAuthority has the running engine reload when the mounted
 // client authority changed since it read it last. Nothing tells whether
-// it took it: a failed reload is asked again at the next poll; a missing
-// file leaves the engine with the one it has.
-func (c *engineCertificate) followClientAuthority(ctx context.Context, reloader TLSReloader, log *slog.Logger) error {
-	if c.clientAuthority.applied == nil {
+// it took it: a reload that failed is asked again reloadAgainAfter later,
+// then twice as long each time (at most backOffAtMost); a missing file
+// leaves the engine with the one it has.
+func (c *engineCertificate) followClientAuthority(ctx context.Context, reloader TLSReloader, now time.Time, log *slog.Logger) error {
+	if c.clientAuthority.applied == nil || now.Before(c.clientAuthorityRetry) {
 		return nil
 	}
 	content, changed, err := c.clientAuthority.Changed(reloader.TLSFiles().ClientCAFile())
@@ -186,9 +193,28 @@ func (c *engineCertificate) followClientAuthority(ctx context.Context, reloader 
 		return nil
 	}
 	if err := reloader.ReloadTLS(ctx); err != nil {
+		c.clientAuthorityBackOff = min(max(2*c.clientAuthorityBackOff, reloadAgainAfter), backOffAtMost)
+		c.clientAuthorityRetry = now.Add(c.clientAuthorityBackOff)
 		return fmt.Errorf("reloading the client authority: %w", err)
 	}
 	c.clientAuthority.Applied(content)
+	c.clientAuthorityBackOff, c.clientAuthorityRetry = 0, time.Time{}
 	log.Info("the engine reloaded the mounted client certificate authority")
 	return nil
+}
+
+// clientAuthorityArrived says why the engine must start again, empty when
+// it need not: it needs the client authority to verify the application
+// user's certificate (ClientVerifier), started without it, and the
+// kubelet has mounted it since; the engine reads it only as it starts.
+func clientAuthorityArrived(engine Engine) string {
+	verifier, ok := engine.(ClientVerifier)
+	reloader, files := engine.(TLSReloader)
+	if !ok || !files {
+		return ""
+	}
+	if verifies, needs := verifier.VerifiesClients(); !needs || verifies || !reloader.TLSFiles().VerifiesClients() {
+		return ""
+	}
+	return "the client certificate authority is mounted now, and the engine started without it"
 }

@@ -321,6 +321,28 @@ func TestClientAuthorityChangeIsReloaded(t *testing.T) {
 		t.Errorf("after the client authority changed, the engine reloaded %d times, want once", server.reloads)
 	}
 
+	// A reload the engine refuses is asked again 10 s later, then 20 s
+	// after that (not at every poll); once it takes it, a renewed server
+	// certificate is served.
+	mountClientAuthority(server.files.Dir)
+	server.refuse, server.reloads = true, 0
+	at := now.Add(20 * time.Second)
+	for step := range 15 {
+		c.follow(ctx, server, at.Add(time.Duration(2*step)*time.Second), log)
+	}
+	if server.reloads != 2 {
+		t.Errorf("in 28 s, a refused reload of the client authority was asked %d times, want 2 (at 0 and 10 s)", server.reloads)
+	}
+	server.refuse = false
+	renewed := mountCertificate(t, server.files.Dir)
+	at = at.Add(40 * time.Second)
+	c.follow(ctx, server, at, log)
+	server.load(t)
+	c.follow(ctx, server, at.Add(2*time.Second), log)
+	if c.served == nil || *c.served != renewed {
+		t.Error("the renewed server certificate is not served after the client authority was refused")
+	}
+
 	// Started before the Secret had a client authority.
 	bare := &reloadingServer{files: TLS{Dir: t.TempDir()}}
 	mountCertificate(t, bare.files.Dir)

@@ -343,6 +343,10 @@ func Run(ctx context.Context, engine Engine, files CredentialFiles, probes Probe
 				}
 				cancel()
 			}
+			if why := clientAuthorityArrived(engine); why != "" {
+				err := stop(why)
+				return fmt.Errorf("%s (the engine stopped: %s): the next start verifies client certificates", why, exitDescription(err))
+			}
 			reloadCtx, cancel := context.WithTimeout(ctx, credentialsPollInterval)
 			if certificate.follow(reloadCtx, engine, time.Now(), log) {
 				endpoints.setEngineCertificate(certificate.served)

@@ -84,6 +84,16 @@ func (t TLS) VerifyingConfig(host string) (*tls.Config, error) {
 	return pki.VerifyingConfig(authority, host)
 }
 
+// ClientVerifier is an engine that verifies client certificates with the
+// mounted client authority (TLS.ClientCAFile), which it reads as it
+// starts.
+type ClientVerifier interface {
+	// VerifiesClients reports whether the running server verifies
+	// client certificates with the client authority, and whether it
+	// needs to (the application user's certificate is required).
+	VerifiesClients() (verifies, needs bool)
+}
+
 // TLSReloader is an engine that serves TLS and takes a renewed certificate
 // while it runs.
 type TLSReloader interface {

@@ -78,6 +78,13 @@ type Engine struct {
 	appliedSuperuser atomic.Pointer[string]
 	// promoting is set while a promotion stops replication on purpose.
 	promoting atomic.Bool
+	// startedVerifyingClients says the server was started verifying
+	// client certificates with the client authority (TLSArgs).
+	startedVerifyingClients bool
+	// applicationUser is the application user's name, from the
+	// credentials EnsureUsers was last given: a promotion applies its
+	// REQUIRE clause (a replica takes its users from its primary).
+	applicationUser atomic.Pointer[string]
 	// releasingCommits is set while a backup for a replica has the primary
 	// acknowledge commits without a replica (see commitrelease.go).
 	releasingCommits atomic.Bool
@@ -166,6 +173,7 @@ func (e *Engine) ServerCommand() *exec.Cmd {
 		args = append(args, "--read-only=ON")
 	}
 	args = append(args, TLSArgs(e.TLS)...)
+	e.startedVerifyingClients = e.TLS.VerifiesClients()
 	if e.RequireTLS && e.TLS.Enabled() {
 		args = append(args, "--require-secure-transport=ON")
 	}
@@ -177,22 +185,34 @@ func (e *Engine) ServerCommand() *exec.Cmd {
 // a pod without the certificate (made before dbpilot issued one) starts
 // as it did.
 //
-// The server verifies client certificates with its ssl-ca: the client
-// authority when it is mounted, else (a Secret from before client
-// certificates) the server's, which signs no client certificate.
+// The server verifies client certificates with its ssl-ca, the client
+// authority, when it is mounted; without (a Secret from before client
+// certificates) it has none, and verifies none: a certificate REQUIRE
+// SUBJECT asks for then never verifies, rather than one of the server's
+// authority (which may be the user's own, signing certificates of any
+// name).
 func TLSArgs(tls instance.TLS) []string {
 	if !tls.Enabled() {
 		return nil
 	}
-	clients := tls.CAFile()
+	args := []string{"--ssl-cert=" + tls.CertFile(), "--ssl-key=" + tls.KeyFile(), "--tls-version=TLSv1.2,TLSv1.3"}
 	if tls.VerifiesClients() {
-		clients = tls.ClientCAFile()
+		args = append(args, "--ssl-ca="+tls.ClientCAFile())
 	}
-	return []string{"--ssl-cert=" + tls.CertFile(), "--ssl-key=" + tls.KeyFile(), "--ssl-ca=" + clients,
-		"--tls-version=TLSv1.2,TLSv1.3"}
+	return args
 }
 
-var _ instance.TLSReloader = (*Engine)(nil)
+var (
+	_ instance.TLSReloader    = (*Engine)(nil)
+	_ instance.ClientVerifier = (*Engine)(nil)
+)
+
+// VerifiesClients reports whether the server verifies client
+// certificates with the client authority, which it took as it started,
+// and whether it needs to.
+func (e *Engine) VerifiesClients() (verifies, needs bool) {
+	return e.startedVerifyingClients, e.RequireClientCertificate
+}
 
 // TLSFiles are the mounted server certificate.
 func (e *Engine) TLSFiles() instance.TLS { return e.TLS }
@@ -300,6 +320,7 @@ func (e *Engine) EnsureUsers(ctx context.Context, creds instance.Credentials) er
 		return err
 	}
 	defer db.Close()
+	e.applicationUser.Store(&creds.Username)
 	statements := UserStatements(e.Flavor, creds, e.RequireClientCertificate)
 	if e.Flavor == MySQL && e.Replication.CloneFrom != "" {
 		// A replica receives the users from its primary: it clones it,
@@ -362,9 +383,8 @@ type Statement struct{ What, SQL string }
 // UserStatements bring the users to the wanted state: root with the
 // superuser password (besides socket authentication on MariaDB), and the
 // application user with every privilege on its own database and none
-// elsewhere; with requireCertificate it must also present a client
-// certificate whose subject is its name alone, which the server verifies
-// with its authority (REQUIRE SUBJECT), else none (REQUIRE NONE).
+// elsewhere; with requireCertificate it must also present its client
+// certificate (ApplicationRequireStatement).
 func UserStatements(flavor Flavor, creds instance.Credentials, requireCertificate bool) []Statement {
 	app := quoteString(creds.Username) + "@'%'"
 	database := quoteIdentifier(creds.Username)
@@ -377,17 +397,27 @@ func UserStatements(flavor Flavor, creds instance.Credentials, requireCertificat
 			quoteString(nativePasswordHash(creds.SuperuserPassword))
 		appAuth = "IDENTIFIED BY PASSWORD " + quoteString(nativePasswordHash(creds.Password))
 	}
-	appRequire := "REQUIRE NONE"
-	if requireCertificate {
-		appRequire = "REQUIRE SUBJECT " + quoteString("/CN="+creds.Username)
-	}
 	return []Statement{
 		{"setting the superuser's password", superuser},
 		{"creating the application user", "CREATE USER IF NOT EXISTS " + app + " " + appAuth},
-		{"setting the application user's password", "ALTER USER " + app + " " + appAuth + " " + appRequire},
+		{"setting the application user's password", "ALTER USER " + app + " " + appAuth},
+		ApplicationRequireStatement(creds.Username, requireCertificate),
 		{"creating the application database", "CREATE DATABASE IF NOT EXISTS " + database},
 		{"granting the application database", "GRANT ALL PRIVILEGES ON " + database + ".* TO " + app},
 	}
+}
+
+// ApplicationRequireStatement has the application user present a client
+// certificate whose subject is its name alone, which the server verifies
+// with its authority (REQUIRE SUBJECT), when requireCertificate says so;
+// else nothing (REQUIRE NONE: TLS itself is required, or not, for every
+// user by require_secure_transport).
+func ApplicationRequireStatement(username string, requireCertificate bool) Statement {
+	require := "REQUIRE NONE"
+	if requireCertificate {
+		require = "REQUIRE SUBJECT " + quoteString("/CN="+username)
+	}
+	return Statement{"requiring the application user's client certificate, or not", "ALTER USER " + quoteString(username) + "@'%' " + require}
 }
 
 func currentUser() (string, error) {

@@ -76,6 +76,13 @@ func (e *Engine) Promote(ctx context.Context, _ layout.PromoteRequest) error {
 			return fmt.Errorf("applying the relay log: %w", err)
 		}
 		statements := PromoteStatements()
+		// Its users were its former primary's; whether the application
+		// user needs its certificate is this instance's to say (a
+		// rollout that changes it switches over to an updated replica).
+		// Before commits wait for a replica, which it has none of yet.
+		if user := e.applicationUser.Load(); user != nil {
+			statements = append(statements, ApplicationRequireStatement(*user, e.RequireClientCertificate))
+		}
 		if e.Replication.SemiSync {
 			statements = append(statements, semiSyncStatement(e.Flavor))
 		}

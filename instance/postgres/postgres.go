@@ -66,6 +66,8 @@ type Engine struct {
 	// followedConfig is the configuration file's content last reloaded;
 	// only the supervisor's loop uses it.
 	followedConfig instance.FollowedFile
+	// clientsVerified is verifiesClients' answer, once given.
+	clientsVerified *bool
 }
 
 // DefaultArchiveTimeout is the longest a commit waits, by default, before
@@ -201,7 +203,7 @@ func (e *Engine) writeHBA(user string) error {
 	if err != nil {
 		return err
 	}
-	rules := HBARules{RequireTLS: e.RequireTLS && e.TLS.Enabled(), VerifiesClients: e.TLS.VerifiesClients()}
+	rules := HBARules{RequireTLS: e.RequireTLS && e.TLS.Enabled(), VerifiesClients: e.verifiesClients()}
 	if e.RequireClientCertificate {
 		rules.CertificateUser = user
 	}
@@ -236,7 +238,7 @@ func (e *Engine) ServerCommand() *exec.Cmd {
 	if e.Restore != nil && e.recovering() {
 		args = append(args, RestoreArgs(programPath(), e.Restore.TargetTime)...)
 	}
-	args = append(args, TLSArgs(e.TLS)...)
+	args = append(args, TLSArgs(e.TLS, e.verifiesClients())...)
 	args = append(args, e.ExtraArgs...)
 	return exec.Command("postgres", args...)
 }
@@ -245,18 +247,43 @@ func (e *Engine) ServerCommand() *exec.Cmd {
 // one: on the command line rather than in the generated configuration, so
 // a pod without the certificate (made before dbpilot issued one) starts
 // as it did. The server reads the files again at each reload.
-func TLSArgs(tls instance.TLS) []string {
+//
+// With verifyClients the server also verifies client certificates with
+// the mounted client authority (ssl_ca_file): only then, since a server
+// given an authority asks every client for a certificate, and refuses one
+// it did not sign (say, libpq's ~/.postgresql/postgresql.crt of another
+// authority).
+func TLSArgs(tls instance.TLS, verifyClients bool) []string {
 	if !tls.Enabled() {
 		return nil
 	}
 	args := []string{"-c", "ssl=on", "-c", "ssl_cert_file=" + tls.CertFile(), "-c", "ssl_key_file=" + tls.KeyFile(),
 		"-c", "ssl_min_protocol_version=TLSv1.2"}
-	if tls.VerifiesClients() {
-		// Only when mounted: a server given a file it cannot read does
-		// not start.
+	if verifyClients {
 		args = append(args, "-c", "ssl_ca_file="+tls.ClientCAFile())
 	}
 	return args
+}
+
+// verifiesClients says, once for the program's run (one start of the
+// server), whether the server verifies client certificates: the
+// application user's is required, and the client authority is mounted (a
+// server given a file it cannot read does not start). pg_hba.conf and the
+// server's arguments agree on it, whenever the kubelet adds the file.
+func (e *Engine) verifiesClients() bool {
+	if e.clientsVerified == nil {
+		verifies := e.RequireClientCertificate && e.TLS.VerifiesClients()
+		e.clientsVerified = &verifies
+	}
+	return *e.clientsVerified
+}
+
+var _ instance.ClientVerifier = (*Engine)(nil)
+
+// VerifiesClients reports whether the server verifies client
+// certificates (verifiesClients), and whether it should.
+func (e *Engine) VerifiesClients() (verifies, needs bool) {
+	return e.verifiesClients(), e.RequireClientCertificate
 }
 
 var _ instance.TLSReloader = (*Engine)(nil)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -204,7 +205,7 @@ func TestWriteHBA(t *testing.T) {
 	// Requiring the client certificate without the client authority
 	// mounted refuses the application user on the network, and the
 	// rules still load (clientcert needs ssl_ca_file).
-	e.TLS, e.RequireTLS, e.RequireClientCertificate = tls, false, true
+	e = &Engine{DataDir: dir, TLS: tls, RequireClientCertificate: true}
 	if err := e.writeHBA("app"); err != nil {
 		t.Fatal(err)
 	}
@@ -213,6 +214,18 @@ func TestWriteHBA(t *testing.T) {
 	}
 	if err := os.WriteFile(tls.ClientCAFile(), []byte("x"), 0o600); err != nil {
 		t.Fatal(err)
+	}
+	// Decided once a start: the server's arguments and its rules agree
+	// whenever the kubelet adds the file.
+	if err := e.writeHBA("app"); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(); strings.Contains(got, "clientcert") || slices.Contains(TLSArgs(tls, e.verifiesClients()), "ssl_ca_file="+tls.ClientCAFile()) {
+		t.Errorf("the client authority mounted after the start changed the rules:\n%s", got)
+	}
+	e = &Engine{DataDir: dir, TLS: tls, RequireClientCertificate: true}
+	if !slices.Contains(TLSArgs(tls, e.verifiesClients()), "ssl_ca_file="+tls.ClientCAFile()) {
+		t.Errorf("the next start does not verify client certificates: %v", TLSArgs(tls, e.verifiesClients()))
 	}
 	if err := e.writeHBA("app"); err != nil {
 		t.Fatal(err)
@@ -254,6 +267,19 @@ func TestHBAAsksTheApplicationUserForItsCertificateFirst(t *testing.T) {
 			}
 			if got := firstMatch(rules, "hostssl", "reporting", address); got != "scram-sha-256" {
 				t.Errorf("TLS required %v: another user over TLS from %s: %q", tlsRequired, address, got)
+			}
+		}
+	}
+	// Without the client authority, the application user is refused on
+	// the network whatever the connection; the others are let in.
+	rules := hba(t, HBARules{CertificateUser: "app"})
+	for _, kind := range []string{"hostssl", "hostnossl"} {
+		for _, address := range []string{"0.0.0.0/0", "::/0"} {
+			if got := firstMatch(rules, kind, "app", address); got != "reject" {
+				t.Errorf("without the client authority: the application user (%s from %s): %q", kind, address, got)
+			}
+			if got := firstMatch(rules, kind, "reporting", address); got != "scram-sha-256" {
+				t.Errorf("without the client authority: another user (%s from %s): %q", kind, address, got)
 			}
 		}
 	}

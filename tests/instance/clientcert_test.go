@@ -6,7 +6,11 @@ import (
 	"database/sql"
 	"fmt"
 	"net"
+	"net/http"
+	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -26,8 +30,9 @@ type clientLogin struct {
 	// succeeds says whether the engine lets it in while the certificate
 	// is required.
 	succeeds bool
-	// foreign is a certificate the client authority did not sign: both
-	// engines refuse it at the handshake, required or not.
+	// foreign is a certificate the client authority did not sign: an
+	// engine that verifies client certificates refuses it at the
+	// handshake, required or not.
 	foreign bool
 }
 
@@ -92,12 +97,14 @@ func (l clientLogin) tlsFor(t *testing.T, certs *certificates) *tls.Config {
 }
 
 // expectLogins tries each login: while required, only those that should
-// succeed do; while not, every one with the password and no foreign
-// certificate does.
-func expectLogins(t *testing.T, logins []clientLogin, required bool, login func(clientLogin) error) {
+// succeed do; while not, every one with the password does, but for those
+// with a foreign certificate when the engine verifies client certificates
+// all the same (MariaDB: its ssl_ca is the client authority; PostgreSQL
+// is given ssl_ca_file only when the certificate is required).
+func expectLogins(t *testing.T, logins []clientLogin, required, verifiesAlways bool, login func(clientLogin) error) {
 	t.Helper()
 	for _, l := range logins {
-		want := l.succeeds || (!required && l.password == "app-pass" && !l.foreign)
+		want := l.succeeds || (!required && l.password == "app-pass" && !(l.foreign && verifiesAlways))
 		err := login(l)
 		switch {
 		case want && err != nil:
@@ -113,16 +120,7 @@ func expectLogins(t *testing.T, logins []clientLogin, required bool, login func(
 // a certificate of its name from the client authority gets in. Restarted
 // on the same data without it, the password is enough again.
 func TestClientCertificateRequired(t *testing.T) {
-	for _, engine := range []struct {
-		name, osUser, path string
-		args               func(t *testing.T, u osUser, port int, tlsDir string) []string
-		login              func(port int, password string, config *tls.Config) error
-	}{
-		{"postgres", "postgres", "/usr/lib/postgresql/15/bin:/usr/bin:/bin", func(t *testing.T, u osUser, port int, tlsDir string) []string {
-			return pgInstanceArgs(t, u, "db-0", port, tlsDir)
-		}, pgLogin},
-		{"mariadb", "mysql", "/usr/sbin:/usr/bin:/bin", mariadbInstanceArgs, mariadbLogin},
-	} {
+	for _, engine := range clientCertificateEngines {
 		t.Run(engine.name, func(t *testing.T) {
 			u := lookup(t, engine.osUser)
 			port := freePort(t)
@@ -131,11 +129,65 @@ func TestClientCertificateRequired(t *testing.T) {
 			args := engine.args(t, u, port, certs.dir)
 			login := func(l clientLogin) error { return engine.login(port, l.password, l.tlsFor(t, certs)) }
 			p := start(t, u, engine.path, append(args, "--require-client-certificate")...)
-			expectLogins(t, logins, true, login)
+			expectLogins(t, logins, true, engine.verifiesAlways, login)
 			p.stop(t)
 			p = start(t, u, engine.path, args...)
 			defer p.stop(t)
-			expectLogins(t, logins, false, login)
+			expectLogins(t, logins, false, engine.verifiesAlways, login)
+		})
+	}
+}
+
+// clientCertificateEngines are the engines the client certificate tests
+// run, with how to start and log in to each.
+var clientCertificateEngines = []struct {
+	name, osUser, path string
+	args               func(t *testing.T, u osUser, port int, tlsDir string) []string
+	login              func(port int, password string, config *tls.Config) error
+	// verifiesAlways: the engine verifies a presented certificate even
+	// when none is required.
+	verifiesAlways bool
+}{
+	{"postgres", "postgres", "/usr/lib/postgresql/15/bin:/usr/bin:/bin", func(t *testing.T, u osUser, port int, tlsDir string) []string {
+		return pgInstanceArgs(t, u, "db-0", port, tlsDir)
+	}, pgLogin, false},
+	{"mariadb", "mysql", "/usr/sbin:/usr/bin:/bin", mariadbInstanceArgs, mariadbLogin, true},
+}
+
+// TestClientAuthorityMountedLater starts each engine with the certificate
+// required but no client authority mounted (its Secret did not have one
+// yet): the application user is refused whatever it presents; once the
+// authority is mounted, the instance program stops the engine, saying
+// why, and the next start lets the user in with its certificate.
+func TestClientAuthorityMountedLater(t *testing.T) {
+	for _, engine := range clientCertificateEngines {
+		t.Run(engine.name, func(t *testing.T) {
+			u := lookup(t, engine.osUser)
+			port := freePort(t)
+			certs := newCertificates(t, u)
+			logins := clientLogins(t, certs)
+			authority, err := os.ReadFile(filepath.Join(certs.dir, layout.KeyClientCACert))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Remove(filepath.Join(certs.dir, layout.KeyClientCACert)); err != nil {
+				t.Fatal(err)
+			}
+			args := append(engine.args(t, u, port, certs.dir), "--require-client-certificate")
+			login := func(l clientLogin) error { return engine.login(port, l.password, l.tlsFor(t, certs)) }
+			p := start(t, u, engine.path, args...)
+			for _, l := range logins {
+				if err := login(l); err == nil {
+					t.Errorf("without the client authority, %s was let in", l.name)
+				}
+			}
+			certs.writeFile(t, layout.KeyClientCACert, authority)
+			if err := p.waitExit(t, time.Minute); err == nil || !strings.Contains(p.printed(), "the client certificate authority is mounted now") {
+				t.Fatalf("the program did not stop the engine for the client authority (%v):\n%s", err, p.printed())
+			}
+			p = start(t, u, engine.path, args...)
+			defer p.stop(t)
+			expectLogins(t, logins, true, engine.verifiesAlways, login)
 		})
 	}
 }
@@ -175,4 +227,36 @@ func mariadbLogin(port int, password string, config *tls.Config) error {
 	defer db.Close()
 	var one int
 	return db.QueryRowContext(context.Background(), "SELECT 1").Scan(&one)
+}
+
+// TestMariaDBPromotionRequiresTheCertificate switches a MariaDB primary
+// that does not require the application user's certificate over to a
+// replica that does, as a rollout that turns it on does: the replica took
+// its users from the primary, so the password alone works there until its
+// promotion, after which only the password with the certificate does.
+func TestMariaDBPromotionRequiresTheCertificate(t *testing.T) {
+	my := lookup(t, "mysql")
+	path := "/usr/sbin:/usr/bin:/bin"
+	certs := newCertificates(t, my)
+	logins := clientLogins(t, certs)
+	ports, args, designations := mariadbPair(t, my, "--tls-dir="+certs.dir)
+	db0 := start(t, my, path, args["db-0"]...)
+	db1 := start(t, my, path, append(args["db-1"], "--require-client-certificate",
+		"--clone-port="+strconv.Itoa(ports["db-0"]), "--clone-instance-port="+db0.instancePort())...)
+	defer db1.stop(t)
+	login := func(l clientLogin) error { return mariadbLogin(ports["db-1"], l.password, l.tlsFor(t, certs)) }
+	expectLogins(t, logins, false, true, login)
+
+	designate(t, my, designations["db-0"], "db-1", 2)
+	designate(t, my, designations["db-1"], "db-1", 2)
+	if code, answer := db0.post(t, layout.DemotePath, "repl-pass", layout.DemoteRequest{Epoch: 2}); code != http.StatusOK {
+		t.Fatalf("demoting db-0: %d %s", code, answer)
+	}
+	if err := db0.waitExit(t, time.Minute); err == nil {
+		t.Error("the demoted primary's program did not exit")
+	}
+	if code, answer := db1.post(t, layout.PromotePath, "repl-pass", layout.PromoteRequest{Epoch: 2}); code != http.StatusOK {
+		t.Fatalf("promoting db-1: %d %s", code, answer)
+	}
+	expectLogins(t, logins, true, true, login)
 }

@@ -289,6 +289,33 @@ func TestPostgresRolesMove(t *testing.T) {
 }
 
 // instancePort is the port of a running program's HTTP server.
+// mariadbPair are two MariaDB instances, db-0 and db-1, each in its own
+// directory: their ports, the instance program's arguments (with extra),
+// cloning from 127.0.0.1, and their designations' directories, which name
+// db-0 the primary (epoch 1).
+func mariadbPair(t *testing.T, my osUser, extra ...string) (ports map[string]int, args map[string][]string, designations map[string]string) {
+	t.Helper()
+	ports, args, designations = map[string]int{}, map[string][]string{}, map[string]string{}
+	for _, name := range []string{"db-0", "db-1"} {
+		dir := my.workDir(t)
+		creds := my.mkdir(t, filepath.Join(dir, "credentials"))
+		run := my.mkdir(t, filepath.Join(dir, "run"))
+		designations[name] = my.mkdir(t, filepath.Join(dir, "designation"))
+		designate(t, my, designations[name], "db-0", 1)
+		credentials(t, my, creds, "shop", "app-pass", "super-pass")
+		my.writeFile(t, filepath.Join(dir, "replication-password"), "repl-pass")
+		ports[name] = freePort(t)
+		my.writeFile(t, filepath.Join(dir, "my.cnf"), fmt.Sprintf(
+			"[mysqld]\nbind-address = 127.0.0.1\nport = %d\nskip-name-resolve\ninnodb_buffer_pool_size = 64M\nlog-bin = binlog\nlog-slave-updates = ON\n", ports[name]))
+		args[name] = append([]string{"--engine=mariadb", "--data-dir=" + filepath.Join(dir, "data"),
+			"--socket=" + filepath.Join(run, "mysqld.sock"), "--defaults-file=" + filepath.Join(dir, "my.cnf"),
+			"--credentials-dir=" + creds, "--instance-name=" + name,
+			"--replication-password-file=" + filepath.Join(dir, "replication-password"),
+			"--designation-dir=" + designations[name], "--clone-from=127.0.0.1"}, extra...)
+	}
+	return ports, args, designations
+}
+
 func (p *program) instancePort() string {
 	return strings.TrimSuffix(p.probe[strings.LastIndex(p.probe, ":")+1:], "/readyz")
 }
@@ -304,24 +331,7 @@ func TestMariaDBRolesMove(t *testing.T) {
 	my := lookup(t, "mysql")
 	ctx := context.Background()
 	path := "/usr/sbin:/usr/bin:/bin"
-	ports, args, designations := map[string]int{}, map[string][]string{}, map[string]string{}
-	for _, name := range []string{"db-0", "db-1"} {
-		dir := my.workDir(t)
-		creds := my.mkdir(t, filepath.Join(dir, "credentials"))
-		run := my.mkdir(t, filepath.Join(dir, "run"))
-		designations[name] = my.mkdir(t, filepath.Join(dir, "designation"))
-		designate(t, my, designations[name], "db-0", 1)
-		credentials(t, my, creds, "shop", "app-pass", "super-pass")
-		my.writeFile(t, filepath.Join(dir, "replication-password"), "repl-pass")
-		ports[name] = freePort(t)
-		my.writeFile(t, filepath.Join(dir, "my.cnf"), fmt.Sprintf(
-			"[mysqld]\nbind-address = 127.0.0.1\nport = %d\nskip-name-resolve\ninnodb_buffer_pool_size = 64M\nlog-bin = binlog\nlog-slave-updates = ON\n", ports[name]))
-		args[name] = []string{"--engine=mariadb", "--data-dir=" + filepath.Join(dir, "data"),
-			"--socket=" + filepath.Join(run, "mysqld.sock"), "--defaults-file=" + filepath.Join(dir, "my.cnf"),
-			"--credentials-dir=" + creds, "--instance-name=" + name,
-			"--replication-password-file=" + filepath.Join(dir, "replication-password"),
-			"--designation-dir=" + designations[name], "--clone-from=127.0.0.1"}
-	}
+	ports, args, designations := mariadbPair(t, my)
 	following := func(name, primary string, primaryProgram *program) []string {
 		return append(append([]string{}, args[name]...), "--clone-port="+strconv.Itoa(ports[primary]),
 			"--clone-instance-port="+primaryProgram.instancePort())
