@@ -7,7 +7,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -41,19 +40,31 @@ func (r *DatabaseReconciler) reconcileClientCertificate(ctx context.Context, s *
 		// The credentials Secret's problem is Degraded's to tell.
 		return ctrl.Result{}, nil
 	}
+	if db.RequiresClientCertificate() {
+		s.clientCertificateProblem = certificateUserProblem(db, s.applicationUser)
+	}
 	key := client.ObjectKey{Namespace: db.Namespace, Name: db.ApplicationCertificateSecretName()}
 	current := &corev1.Secret{}
 	if err := r.Client.Get(ctx, key, current); client.IgnoreNotFound(err) != nil {
 		return ctrl.Result{}, fmt.Errorf("reading Secret %s: %w", key.Name, err)
 	}
+	if current.Name == "" {
+		// The cache holds dbpilot's Secrets only: one of the user's is
+		// never written.
+		if err := r.APIReader.Get(ctx, key, &corev1.Secret{}); client.IgnoreNotFound(err) != nil {
+			return ctrl.Result{}, fmt.Errorf("reading Secret %s: %w", key.Name, err)
+		} else if err == nil {
+			s.clientCertificateProblem = fmt.Sprintf("Secret %s exists and is not dbpilot's: dbpilot writes the application user's client certificate there; delete or rename it", key.Name)
+			return ctrl.Result{}, nil
+		}
+	}
 	held := pki.KeyPair{CertPEM: current.Data[layout.KeyTLSCert], KeyPEM: current.Data[layout.KeyTLSKey]}
 	reason, renewAt := pki.ClientRenewal(held, authority, s.applicationUser, now)
-	if reason == "" {
-		if !bytes.Equal(current.Data[layout.KeyCACert], authority.CertPEM) {
-			reason = "its authority's certificate changed"
-		} else {
-			return ctrl.Result{RequeueAfter: renewAt.Sub(now)}, nil
-		}
+	switch {
+	case reason == "" && bytes.Equal(current.Data[layout.KeyCACert], authority.CertPEM):
+		return ctrl.Result{RequeueAfter: renewAt.Sub(now)}, nil
+	case reason == "":
+		reason = "its authority's certificate changed"
 	}
 	issued, err := pki.IssueClient(authority, s.applicationUser, now)
 	if err != nil {
@@ -61,25 +72,38 @@ func (r *DatabaseReconciler) reconcileClientCertificate(ctx context.Context, s *
 	}
 	wanted := desired.ApplicationCertificateSecret(db, issued, authority.CertPEM)
 	if current.Name == "" {
-		err := r.Client.Create(ctx, wanted, client.FieldOwner(FieldOwner))
-		if apierrors.IsAlreadyExists(err) {
-			// Not in the cache, which holds dbpilot's Secrets only.
-			s.clientCertificateProblem = fmt.Sprintf("Secret %s exists and is not dbpilot's: dbpilot writes the application user's client certificate there; delete or rename it", key.Name)
-			return ctrl.Result{}, nil
-		}
-		if err != nil {
+		if err := r.Client.Create(ctx, wanted, client.FieldOwner(FieldOwner)); err != nil {
 			return ctrl.Result{}, fmt.Errorf("creating Secret %s: %w", key.Name, err)
 		}
-		return ctrl.Result{RequeueAfter: pki.ClientValidity - pki.RenewBefore}, nil
-	}
-	updated := current.DeepCopy()
-	updated.Data = wanted.Data
-	if err := r.Client.Update(ctx, updated, client.FieldOwner(FieldOwner)); err != nil {
-		return ctrl.Result{}, fmt.Errorf("writing Secret %s: %w", key.Name, err)
+		if len(db.Status.Conditions) == 0 {
+			// The Database's first: nothing to tell.
+			return ctrl.Result{RequeueAfter: pki.ClientValidity - pki.RenewBefore}, nil
+		}
+	} else {
+		updated := current.DeepCopy()
+		updated.Data = wanted.Data
+		if err := r.Client.Update(ctx, updated, client.FieldOwner(FieldOwner)); err != nil {
+			return ctrl.Result{}, fmt.Errorf("writing Secret %s: %w", key.Name, err)
+		}
 	}
 	r.Recorder.Eventf(db, nil, corev1.EventTypeNormal, dbpilotv1alpha1.EventReasonClientCertificateIssued, "IssueClientCertificate",
 		"Issued the application user's client certificate in Secret %s again: %s", key.Name, reason)
 	return ctrl.Result{RequeueAfter: pki.ClientValidity - pki.RenewBefore}, nil
+}
+
+// certificateUserProblem says why the application user (from the
+// credentials Secret) cannot be asked for its certificate; empty when it
+// can. Its name must be printable ASCII without a double quote: pg_hba.conf
+// quotes it, and MariaDB matches the certificate's subject as OpenSSL
+// prints it, escaping anything else.
+func certificateUserProblem(db *dbpilotv1alpha1.Database, user string) string {
+	for _, c := range user {
+		if c < 0x20 || c > 0x7e || c == '"' {
+			return fmt.Sprintf("spec.tls.clientCertificateRequired: the user name in Secret %s (key %s) must be printable ASCII without a double quote to be asked for a client certificate",
+				db.CredentialsSecretName(), desired.SecretKeyUsername)
+		}
+	}
+	return ""
 }
 
 // clientAuthority reads the authority of the Database's client

@@ -5,6 +5,7 @@ import (
 	"crypto/x509/pkix"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -28,7 +29,8 @@ func IssueClient(authority KeyPair, user string, now time.Time) (KeyPair, error)
 
 // ClientRenewal says why the client certificate must be issued again: it
 // is missing or does not parse, its key is not its own, the authority did
-// not sign it, it is not user's, or it expires within RenewBefore of now.
+// not sign it, it is not user's, it is not for client authentication
+// alone, or it expires within RenewBefore of now.
 // Empty when it is good; renewAt is then when it will need renewing.
 func ClientRenewal(client, authority KeyPair, user string, now time.Time) (reason string, renewAt time.Time) {
 	cert, reason := signedBy(client, authority)
@@ -37,6 +39,8 @@ func ClientRenewal(client, authority KeyPair, user string, now time.Time) (reaso
 		return reason, time.Time{}
 	case cert.Subject.String() != (pkix.Name{CommonName: user}).String():
 		return fmt.Sprintf("it is not the application user's (subject %q)", cert.Subject.String()), time.Time{}
+	case !slices.Equal(cert.ExtKeyUsage, []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}):
+		return "it is not for client authentication alone", time.Time{}
 	}
 	return renewalOf(cert, now)
 }

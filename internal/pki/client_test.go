@@ -2,6 +2,7 @@ package pki
 
 import (
 	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/pem"
 	"strings"
 	"testing"
@@ -71,10 +72,25 @@ func TestClientRenewal(t *testing.T) {
 		{"another user", "not the application user's", client, ca, "orders", now},
 		{"near its expiry", "it expires at", client, ca, "app", now.Add(ClientValidity - RenewBefore)},
 		{"a server's key", "not the certificate's", KeyPair{CertPEM: client.CertPEM, KeyPEM: server(t, ca, names, now).KeyPEM}, ca, "app", now},
+		{"a server's certificate of the user's name", "client authentication alone", serverOfSubject(t, ca, "app"), ca, "app", now},
 	} {
 		reason, renewAt := ClientRenewal(tc.client, tc.authority, tc.user, tc.at)
 		if !strings.Contains(reason, tc.want) || !renewAt.IsZero() {
 			t.Errorf("%s: reason %q, renew at %v; want a reason with %q", tc.name, reason, renewAt, tc.want)
 		}
 	}
+}
+
+// serverOfSubject is a server certificate whose subject is name alone, as
+// a client certificate's is.
+func serverOfSubject(t *testing.T, ca KeyPair, name string) KeyPair {
+	t.Helper()
+	pair, err := issue(ca, name, now, ClientValidity, func(template *x509.Certificate) {
+		template.Subject = pkix.Name{CommonName: name}
+		template.ExtKeyUsage = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pair
 }

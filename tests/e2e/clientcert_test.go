@@ -99,9 +99,14 @@ func TestApplicationClientCertificate(t *testing.T) {
 	g.Eventually(func(g Gomega) []string { return eventReasons(g, db) }, convergeTimeout, pollInterval).
 		Should(ContainElement(dbpilotv1alpha1.EventReasonClientCertificateIssued))
 
-	// Deleted, it is issued again.
+	// Deleted, it is issued again, and an Event says so (the recorder
+	// counts it in the series of the renewal's, which has the same
+	// reason and action).
+	issued := eventOccurrences(g, db, dbpilotv1alpha1.EventReasonClientCertificateIssued)
 	g.Expect(k8sClient.Delete(ctx, current)).To(Succeed())
 	g.Eventually(func(g Gomega) { applicationCertificate(g, db, ca.CertPEM) }, convergeTimeout, pollInterval).Should(Succeed())
+	g.Eventually(func(g Gomega) int { return eventOccurrences(g, db, dbpilotv1alpha1.EventReasonClientCertificateIssued) }, convergeTimeout, pollInterval).
+		Should(Equal(issued + 1))
 
 	// The user replaces the authority: the pods trust the new one, and
 	// the certificate is issued from it.
@@ -142,4 +147,48 @@ func TestApplicationClientCertificate(t *testing.T) {
 		fetch(g, db)
 		g.Expect(findCondition(db, dbpilotv1alpha1.ConditionDegraded)).To(HaveField("Status", metav1.ConditionFalse))
 	}, convergeTimeout, pollInterval).Should(Succeed())
+}
+
+// TestApplicationClientCertificateSecretOfTheUser creates a Secret of the
+// client certificate's name before the Database, without dbpilot's labels:
+// it is never written, and the Database is Degraded, naming it.
+func TestApplicationClientCertificateSecretOfTheUser(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := restrictedNamespace(t, "clientcert-own")
+	startOperator(t, ns)
+
+	theirs := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "shop-app-tls"}, Data: map[string][]byte{"note": []byte("mine")}}
+	g.Expect(k8sClient.Create(ctx, theirs)).To(Succeed())
+	db := newDatabase(ns, "shop", dbpilotv1alpha1.EnginePostgres)
+	g.Expect(k8sClient.Create(ctx, db)).To(Succeed())
+	g.Eventually(func(g Gomega) *metav1.Condition {
+		fetch(g, db)
+		return findCondition(db, dbpilotv1alpha1.ConditionDegraded)
+	}, convergeTimeout, pollInterval).Should(And(
+		HaveField("Status", metav1.ConditionTrue), HaveField("Reason", dbpilotv1alpha1.ReasonClientCertificateInvalid),
+		HaveField("Message", ContainSubstring("Secret shop-app-tls exists and is not dbpilot's"))))
+	g.Consistently(func(g Gomega) string {
+		secret := &corev1.Secret{}
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(theirs), secret)).To(Succeed())
+		g.Expect(secret.Data).To(Equal(theirs.Data))
+		return secret.ResourceVersion
+	}, 3*time.Second, pollInterval).Should(Equal(theirs.ResourceVersion))
+}
+
+// eventOccurrences counts the Events of reason recorded on the Database,
+// each of a series as many times as it occurred.
+func eventOccurrences(g Gomega, db *dbpilotv1alpha1.Database, reason string) int {
+	n := 0
+	for _, event := range databaseEvents(g, db) {
+		switch {
+		case event.Reason != reason:
+		case event.Series != nil:
+			n += int(event.Series.Count)
+		default:
+			n++
+		}
+	}
+	return n
 }
