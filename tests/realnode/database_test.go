@@ -118,25 +118,23 @@ type endpoint struct {
 }
 
 // connectAppAt opens a session as the application user to the endpoint,
-// with the credentials from the Database's Secret, and its client
-// certificate from <name>-app-tls when the Database requires it.
+// with the credentials from the Database's Secret, presenting its client
+// certificate from <name>-app-tls, as a client that took it before it is
+// required does (whether it is or not).
 func connectAppAt(ctx context.Context, db *dbpilotv1alpha1.Database, at endpoint) (sqlSession, error) {
 	secret, err := clientset.CoreV1().Secrets(db.Namespace).Get(ctx, db.CredentialsSecretName(), metav1.GetOptions{})
 	if err != nil {
 		return nil, err
 	}
-	var certificate *tls.Certificate
-	if db.RequiresClientCertificate() {
-		issued, err := clientset.CoreV1().Secrets(db.Namespace).Get(ctx, db.ApplicationCertificateSecretName(), metav1.GetOptions{})
-		if err != nil {
-			return nil, err
-		}
-		pair, err := tls.X509KeyPair(issued.Data[layout.KeyTLSCert], issued.Data[layout.KeyTLSKey])
-		if err != nil {
-			return nil, fmt.Errorf("Secret %s: %w", issued.Name, err)
-		}
-		certificate = &pair
+	issued, err := clientset.CoreV1().Secrets(db.Namespace).Get(ctx, db.ApplicationCertificateSecretName(), metav1.GetOptions{})
+	if err != nil {
+		return nil, err
 	}
+	pair, err := tls.X509KeyPair(issued.Data[layout.KeyTLSCert], issued.Data[layout.KeyTLSKey])
+	if err != nil {
+		return nil, fmt.Errorf("Secret %s: %w", issued.Name, err)
+	}
+	certificate := &pair
 	return connectPresenting(ctx, db, at, string(secret.Data[desired.SecretKeyUsername]), string(secret.Data[desired.SecretKeyPassword]), certificate)
 }
 

@@ -437,8 +437,6 @@ func podMetrics(g Gomega, db *dbpilotv1alpha1.Database, name string) map[string]
 	return families
 }
 
-// expectSessionWithoutTLSRefused expects the application user's session
-// without TLS through -rw to be refused for it (spec.tls.required).
 // expectPasswordAloneRefused: the application user's session over TLS
 // with its password but without its client certificate is refused.
 func expectPasswordAloneRefused(g Gomega, db *dbpilotv1alpha1.Database) {
@@ -457,6 +455,8 @@ func expectPasswordAloneRefused(g Gomega, db *dbpilotv1alpha1.Database) {
 	g.Expect(err).To(Or(MatchError(ContainSubstring("valid client certificate")), MatchError(ContainSubstring("Error 1045"))), "a session without the client certificate")
 }
 
+// expectSessionWithoutTLSRefused expects the application user's session
+// without TLS through -rw to be refused for it (spec.tls.required).
 func expectSessionWithoutTLSRefused(g Gomega, db *dbpilotv1alpha1.Database) {
 	ctx := context.Background()
 	svc, err := clientset.CoreV1().Services(db.Namespace).Get(ctx, db.ReadWriteServiceName(), metav1.GetOptions{})

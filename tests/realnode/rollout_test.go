@@ -24,7 +24,9 @@ import (
 
 // TestRolloutNeverRestartsThePrimary changes a Database of each engine
 // under a continuous writer. First, with three pods, a change beyond the
-// tier (backups turned on, which mounts their volume) rolls the pods: the
+// tier (backups turned on, which mounts their volume, and the application
+// user's client certificate required, which its writer presents from the
+// start and which the password alone then lacks) rolls the pods: the
 // replicas restart first, one at a time, the primary is handed over to an
 // updated replica by a switchover, and only then does the former primary's
 // pod restart, as a replica. Then, scaled to two pods (the node's 2 CPUs
@@ -89,6 +91,8 @@ func testRollout(t *testing.T, tc replicationSQL, createWrites, insert string) {
 	started := time.Now()
 	changeDatabase(g, db, func(db *dbpilotv1alpha1.Database) {
 		db.Spec.Backup = &dbpilotv1alpha1.BackupSpec{Schedule: "0 0 1 1 *", Retention: 1}
+		// The writer presents the client certificate from the start.
+		db.Spec.TLS = &dbpilotv1alpha1.TLSSpec{ClientCertificateRequired: true}
 	})
 	g.Eventually(func(g Gomega) {
 		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(db), db)).To(Succeed())
@@ -103,6 +107,9 @@ func testRollout(t *testing.T, tc replicationSQL, createWrites, insert string) {
 	took := time.Since(started)
 	w.writesResume(g, 20)
 	g.Expect(eventNote(g, ns, dbpilotv1alpha1.EventReasonSwitchingOver)).To(ContainSubstring("a rollout is about to restart the primary's pod"))
+	// The primary the switchover promoted requires it (MariaDB's replica
+	// had its former primary's users).
+	expectPasswordAloneRefused(g, db)
 	rolledGap := w.longestGapSoFar()
 
 	// Two pods, then the tier: resized in place, up (and MariaDB down
