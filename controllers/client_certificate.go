@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -50,10 +51,16 @@ func (r *DatabaseReconciler) reconcileClientCertificate(ctx context.Context, s *
 	}
 	if current.Name == "" {
 		// The cache holds dbpilot's Secrets only: one of the user's is
-		// never written.
-		if err := r.APIReader.Get(ctx, key, &corev1.Secret{}); client.IgnoreNotFound(err) != nil {
+		// never written; one of dbpilot's it does not hold yet was just
+		// created.
+		found := &corev1.Secret{}
+		err := r.APIReader.Get(ctx, key, found)
+		switch {
+		case client.IgnoreNotFound(err) != nil:
 			return ctrl.Result{}, fmt.Errorf("reading Secret %s: %w", key.Name, err)
-		} else if err == nil {
+		case err == nil && metav1.IsControlledBy(found, db):
+			return ctrl.Result{RequeueAfter: time.Second}, nil
+		case err == nil:
 			s.clientCertificateProblem = fmt.Sprintf("Secret %s exists and is not dbpilot's: dbpilot writes the application user's client certificate there; delete or rename it", key.Name)
 			return ctrl.Result{}, nil
 		}

@@ -172,8 +172,10 @@ func (e *Engine) ServerCommand() *exec.Cmd {
 	if e.hasReplicaData() {
 		args = append(args, "--read-only=ON")
 	}
-	args = append(args, TLSArgs(e.TLS)...)
-	e.startedVerifyingClients = e.TLS.VerifiesClients()
+	if e.TLS.Enabled() {
+		e.startedVerifyingClients = e.TLS.VerifiesClients()
+		args = append(args, TLSArgs(e.TLS, e.startedVerifyingClients, e.noAuthoritiesDir())...)
+	}
 	if e.RequireTLS && e.TLS.Enabled() {
 		args = append(args, "--require-secure-transport=ON")
 	}
@@ -186,20 +188,28 @@ func (e *Engine) ServerCommand() *exec.Cmd {
 // as it did.
 //
 // The server verifies client certificates with its ssl-ca, the client
-// authority, when it is mounted; without (a Secret from before client
-// certificates) it has none, and verifies none: a certificate REQUIRE
-// SUBJECT asks for then never verifies, rather than one of the server's
-// authority (which may be the user's own, signing certificates of any
-// name).
-func TLSArgs(tls instance.TLS) []string {
+// authority, when verifyClients says it is mounted; without (a Secret
+// from before client certificates) with none: ssl-capath is a directory
+// that holds none (without it, the server would take the system's trust
+// store), so a certificate REQUIRE SUBJECT asks for never verifies.
+func TLSArgs(tls instance.TLS, verifyClients bool, noAuthorities string) []string {
 	if !tls.Enabled() {
 		return nil
 	}
 	args := []string{"--ssl-cert=" + tls.CertFile(), "--ssl-key=" + tls.KeyFile(), "--tls-version=TLSv1.2,TLSv1.3"}
-	if tls.VerifiesClients() {
-		args = append(args, "--ssl-ca="+tls.ClientCAFile())
+	if verifyClients {
+		return append(args, "--ssl-ca="+tls.ClientCAFile())
 	}
-	return args
+	return append(args, "--ssl-capath="+noAuthorities)
+}
+
+// noAuthoritiesDir is an empty directory beside the socket (the pod's run
+// directory), made when missing: an ssl-capath that trusts no one.
+func (e *Engine) noAuthoritiesDir() string {
+	dir := filepath.Join(filepath.Dir(e.Socket), "no-client-authorities")
+	// One that cannot be made stops the server as it starts, naming it.
+	_ = os.MkdirAll(dir, 0o700)
+	return dir
 }
 
 var (
@@ -417,7 +427,10 @@ func ApplicationRequireStatement(username string, requireCertificate bool) State
 	if requireCertificate {
 		require = "REQUIRE SUBJECT " + quoteString("/CN="+username)
 	}
-	return Statement{"requiring the application user's client certificate, or not", "ALTER USER " + quoteString(username) + "@'%' " + require}
+	// IF EXISTS: a promoted replica may not have the user yet (its
+	// former primary never created it), and a failure would leave the
+	// promotion half done.
+	return Statement{"requiring the application user's client certificate, or not", "ALTER USER IF EXISTS " + quoteString(username) + "@'%' " + require}
 }
 
 func currentUser() (string, error) {

@@ -73,7 +73,7 @@ func TestUserStatements(t *testing.T) {
 			t.Errorf("%s: the application user is asked for a certificate it does not need:\n%s", flavor, statements)
 		}
 		required := join(UserStatements(flavor, creds, true))
-		if !strings.Contains(required, "ALTER USER 'shop`app'@'%' REQUIRE SUBJECT '/CN=shop`app'") || strings.Contains(required, "REQUIRE NONE") {
+		if !strings.Contains(required, "ALTER USER IF EXISTS 'shop`app'@'%' REQUIRE SUBJECT '/CN=shop`app'") || strings.Contains(required, "REQUIRE NONE") {
 			t.Errorf("%s: the application user is not asked for its certificate:\n%s", flavor, required)
 		}
 	}
@@ -223,5 +223,42 @@ func TestReplicaStatementsVerifyThePrimaryWhenTold(t *testing.T) {
 	switched := SecureReplicationStatements(r)
 	if switched[1].SQL != "CHANGE MASTER TO "+verified || switched[0].SQL != "STOP SLAVE" || switched[2].SQL != "START SLAVE" {
 		t.Errorf("switching to TLS: %+v", switched)
+	}
+}
+
+// TestClientCertificatesVerifiedOnlyWithTheClientAuthority: the server
+// verifies client certificates with the mounted client authority, and
+// with none (an empty ssl-capath, not the system's store, not the
+// server's authority) while it is not mounted.
+func TestClientCertificatesVerifiedOnlyWithTheClientAuthority(t *testing.T) {
+	dir := t.TempDir()
+	files := instance.TLS{Dir: dir}
+	for _, file := range []string{files.CertFile(), files.KeyFile(), files.CAFile()} {
+		if err := os.WriteFile(file, []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	run := t.TempDir()
+	e := &Engine{Flavor: MariaDB, DataDir: t.TempDir(), Socket: filepath.Join(run, "mysqld.sock"), TLS: files}
+	args := strings.Join(e.ServerCommand().Args, " ")
+	empty := filepath.Join(run, "no-client-authorities")
+	if strings.Contains(args, "--ssl-ca=") || !strings.Contains(args, "--ssl-capath="+empty) {
+		t.Errorf("without the client authority: %s", args)
+	}
+	if entries, err := os.ReadDir(empty); err != nil || len(entries) != 0 {
+		t.Errorf("the ssl-capath directory: %v, %v", entries, err)
+	}
+	if verifies, _ := e.VerifiesClients(); verifies {
+		t.Error("the server is said to verify client certificates without the client authority")
+	}
+	if err := os.WriteFile(files.ClientCAFile(), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	args = strings.Join(e.ServerCommand().Args, " ")
+	if !strings.Contains(args, "--ssl-ca="+files.ClientCAFile()) || strings.Contains(args, "--ssl-capath") {
+		t.Errorf("with the client authority: %s", args)
+	}
+	if verifies, _ := e.VerifiesClients(); !verifies {
+		t.Error("the server is said not to verify client certificates with the client authority")
 	}
 }

@@ -159,9 +159,10 @@ type HBARules struct {
 // replication user for replication; with RequireTLS only over TLS
 // (hostssl), so a connection without finds no rule and is refused. A
 // CertificateUser's rules come first: the first rule that matches a
-// connection decides it. The user's name must be one pg_hba.conf can
-// quote (no double quote, no line break).
-func HBA(rules HBARules) (string, error) {
+// connection decides it. A user name pg_hba.conf cannot quote (a double
+// quote, a line break) refuses every user but replication on the
+// network instead, the operator saying why.
+func HBA(rules HBARules) string {
 	kind := "host"
 	if rules.RequireTLS {
 		kind = "hostssl"
@@ -171,15 +172,15 @@ func HBA(rules HBARules) (string, error) {
 		"local all all peer\n" +
 		"local replication all peer\n"
 	if user := rules.CertificateUser; user != "" {
+		who := `"` + user + `"`
 		if strings.ContainsAny(user, "\"\r\n") {
-			return "", fmt.Errorf("the application user's name %q cannot be written in pg_hba.conf", user)
+			who = "all"
 		}
-		quoted := `"` + user + `"`
 		for _, address := range addresses {
-			if rules.VerifiesClients {
-				hba += "hostssl all " + quoted + " " + address + " scram-sha-256 clientcert=verify-full\n"
+			if rules.VerifiesClients && who != "all" {
+				hba += "hostssl all " + who + " " + address + " scram-sha-256 clientcert=verify-full\n"
 			}
-			hba += "host all " + quoted + " " + address + " reject\n"
+			hba += "host all " + who + " " + address + " reject\n"
 		}
 	}
 	for _, database := range []string{"all all", "replication " + ReplicationUser} {
@@ -187,7 +188,7 @@ func HBA(rules HBARules) (string, error) {
 			hba += kind + " " + database + " " + address + " scram-sha-256\n"
 		}
 	}
-	return hba, nil
+	return hba
 }
 
 // writeHBA writes the data directory's pg_hba.conf (HBA), so a change of
@@ -207,10 +208,7 @@ func (e *Engine) writeHBA(user string) error {
 	if e.RequireClientCertificate {
 		rules.CertificateUser = user
 	}
-	wanted, err := HBA(rules)
-	if err != nil {
-		return err
-	}
+	wanted := HBA(rules)
 	if string(content) == wanted {
 		return nil
 	}

@@ -141,11 +141,7 @@ func TestPassFileEscapesThePassword(t *testing.T) {
 
 func hba(t *testing.T, rules HBARules) string {
 	t.Helper()
-	content, err := HBA(rules)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return content
+	return HBA(rules)
 }
 
 func TestWriteHBA(t *testing.T) {
@@ -283,7 +279,18 @@ func TestHBAAsksTheApplicationUserForItsCertificateFirst(t *testing.T) {
 			}
 		}
 	}
-	if _, err := HBA(HBARules{CertificateUser: `a"b`, VerifiesClients: true}); err == nil {
-		t.Error("a user name with a double quote was written")
+	// A name pg_hba.conf cannot quote: every user but replication is
+	// refused on the network, rather than the server not starting.
+	unquotable := hba(t, HBARules{CertificateUser: `a"b`, VerifiesClients: true})
+	if strings.Contains(unquotable, `a"b`) {
+		t.Errorf("a user name with a double quote was written:\n%s", unquotable)
+	}
+	for _, kind := range []string{"hostssl", "hostnossl"} {
+		if got := firstMatch(unquotable, kind, "reporting", "0.0.0.0/0"); got != "reject" {
+			t.Errorf("with an unquotable user name, a user (%s): %q", kind, got)
+		}
+	}
+	if !strings.Contains(unquotable, "host replication dbpilot_replication 0.0.0.0/0 scram-sha-256\n") {
+		t.Errorf("with an unquotable user name, replication is refused:\n%s", unquotable)
 	}
 }
