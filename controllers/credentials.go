@@ -15,6 +15,7 @@ import (
 
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
 	"github.com/dbpilot/dbpilot/controllers/desired"
+	"github.com/dbpilot/dbpilot/instance/layout"
 )
 
 // reconcileReplicationSecret creates the Secret of the replication and
@@ -111,6 +112,10 @@ func (r *DatabaseReconciler) reconcileCredentials(ctx context.Context, s *scope)
 			s.credentialsProblem = "spec.credentialsSecretName: " + problem
 		}
 		s.applicationUser = strings.TrimRight(string(secret.Data[desired.SecretKeyUsername]), "\n")
+		if layout.IsReservedUser(string(db.Spec.Engine), s.applicationUser) {
+			s.credentialsProblem = fmt.Sprintf("spec.credentialsSecretName: Secret %s key %s names %q, a user dbpilot keeps for itself; the application user needs another name",
+				key.Name, desired.SecretKeyUsername, s.applicationUser)
+		}
 		return ctrl.Result{}, nil
 	}
 

@@ -1,9 +1,11 @@
 package mysql
 
+import "github.com/dbpilot/dbpilot/instance/layout"
+
 // MonitoringUser is the account an exporter or a user's monitoring tool logs
 // in as: it sees the processes, the replication state and the data
 // dictionary, and writes nothing.
-const MonitoringUser = "dbpilot_monitoring"
+const MonitoringUser = layout.MonitoringUser
 
 // MonitoringStatements make the monitoring user exist with its password and
 // the privileges mysqld_exporter documents: PROCESS, REPLICATION CLIENT and

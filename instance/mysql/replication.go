@@ -16,10 +16,11 @@ import (
 	"strings"
 
 	"github.com/dbpilot/dbpilot/instance"
+	"github.com/dbpilot/dbpilot/instance/layout"
 )
 
 // ReplicationUser is the account replicas replicate as.
-const ReplicationUser = "dbpilot_replication"
+const ReplicationUser = layout.ReplicationUser
 
 // BackupPath is where a MariaDB primary's instance program streams a
 // physical backup to a new replica.

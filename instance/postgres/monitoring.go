@@ -1,9 +1,11 @@
 package postgres
 
+import "github.com/dbpilot/dbpilot/instance/layout"
+
 // MonitoringUser is the role an exporter or a user's monitoring tool logs
 // in as: it reads the statistics views and settings (pg_monitor) and
 // nothing else.
-const MonitoringUser = "dbpilot_monitoring"
+const MonitoringUser = layout.MonitoringUser
 
 // MonitoringStatements make the monitoring user exist with its password,
 // a member of pg_monitor, allowed to connect to the postgres database (which

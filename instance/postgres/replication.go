@@ -13,10 +13,11 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/dbpilot/dbpilot/instance"
+	"github.com/dbpilot/dbpilot/instance/layout"
 )
 
 // ReplicationUser is the role replicas stream as.
-const ReplicationUser = "dbpilot_replication"
+const ReplicationUser = layout.ReplicationUser
 
 // Replication is how an instance takes part in streaming replication.
 type Replication struct {

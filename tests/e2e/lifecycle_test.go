@@ -306,8 +306,9 @@ func TestPausedStopsChanges(t *testing.T) {
 }
 
 // TestUserCredentialsSecret references a Secret that does not exist yet: the
-// Database is Degraded naming the Secret, then proceeds once it exists, and
-// dbpilot never writes to it.
+// Database is Degraded naming the Secret; then refused while it names a
+// user dbpilot keeps for itself; then proceeds, and dbpilot never writes
+// to it.
 func TestUserCredentialsSecret(t *testing.T) {
 	t.Parallel()
 	g := NewWithT(t)
@@ -327,10 +328,19 @@ func TestUserCredentialsSecret(t *testing.T) {
 		g.Expect(degraded.Message).To(ContainSubstring("crm-own"))
 	}, convergeTimeout, pollInterval).Should(Succeed())
 
+	// A user name dbpilot keeps for itself (the superuser's) is refused
+	// by name.
 	secret := &corev1.Secret{}
 	secret.Namespace, secret.Name = ns, "crm-own"
-	secret.StringData = map[string]string{"username": "crm", "password": "s3cret-value-1", "superuser-password": "s3cret-value-2"}
+	secret.StringData = map[string]string{"username": "postgres", "password": "s3cret-value-1", "superuser-password": "s3cret-value-2"}
 	g.Expect(k8sClient.Create(ctx, secret)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		fetch(g, db)
+		g.Expect(db.Status.Phase).To(Equal(dbpilotv1alpha1.PhaseFailed))
+		g.Expect(findCondition(db, dbpilotv1alpha1.ConditionDegraded).Message).To(ContainSubstring(`key username names "postgres", a user dbpilot keeps for itself`))
+	}, convergeTimeout, pollInterval).Should(Succeed())
+	secret.StringData = map[string]string{"username": "crm"}
+	g.Expect(k8sClient.Update(ctx, secret)).To(Succeed())
 	version := secret.ResourceVersion
 	// The Secret is watched: its creation is noticed at once, not at the
 	// next poll.
