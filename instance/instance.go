@@ -35,6 +35,16 @@ type Credentials struct {
 	MonitoringPassword string
 }
 
+// RefuseReservedUser refuses an application user that is one dbpilot
+// keeps for itself in engine (layout.ReservedUsers), before anything is
+// applied; nil for any other.
+func RefuseReservedUser(engine, name string) error {
+	if !layout.IsReservedUser(engine, name) {
+		return nil
+	}
+	return fmt.Errorf("the application user may not be %q: dbpilot keeps that user for itself (the credentials Secret's %s)", name, layout.KeyUsername)
+}
+
 // ReadCredentials reads the credentials Secret's files from dir and the
 // monitoring password from monitoringFile, when it is set and exists (a
 // Secret that gains the key later reaches the mounted files later).

@@ -325,8 +325,8 @@ func (e *Engine) Ping(ctx context.Context) error {
 
 // EnsureUsers applies the credentials.
 func (e *Engine) EnsureUsers(ctx context.Context, creds instance.Credentials) error {
-	if layout.IsReservedUser(string(e.Flavor), creds.Username) {
-		return fmt.Errorf("the application user may not be %q: dbpilot keeps that user for itself (the credentials Secret's %s)", creds.Username, layout.KeyUsername)
+	if err := instance.RefuseReservedUser(string(e.Flavor), creds.Username); err != nil {
+		return err
 	}
 	db, err := e.connect(ctx, creds)
 	if err != nil {

@@ -343,8 +343,8 @@ func (e *Engine) Ping(ctx context.Context) error {
 // (login, no other privilege) own a database of its name, and keeps the
 // replication and monitoring users' passwords.
 func (e *Engine) EnsureUsers(ctx context.Context, creds instance.Credentials) error {
-	if layout.IsReservedUser("postgres", creds.Username) {
-		return reservedUserError(creds.Username)
+	if err := instance.RefuseReservedUser("postgres", creds.Username); err != nil {
+		return err
 	}
 	conn, err := e.connect(ctx)
 	if err != nil {
@@ -444,10 +444,4 @@ func UserStatements(username, superVerifier, appVerifier string, roleExists, dbE
 // on by default since PostgreSQL 9.1).
 func literal(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", "''") + "'"
-}
-
-// reservedUserError refuses an application user that is one dbpilot keeps
-// for itself (layout.ReservedUsers): nothing is applied.
-func reservedUserError(name string) error {
-	return fmt.Errorf("the application user may not be %q: dbpilot keeps that user for itself (the credentials Secret's %s)", name, layout.KeyUsername)
 }
