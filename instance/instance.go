@@ -226,6 +226,7 @@ func Run(ctx context.Context, engine Engine, files CredentialFiles, probes Probe
 	}
 	log.Info("engine started", "pid", server.Process.Pid)
 	endpoints.setEngineCertificate(certificate.served)
+	endpoints.setClientAuthorities(certificate.clientAuthority.applied)
 	endpoints.engineRunning.Store(true)
 	defer endpoints.engineRunning.Store(false)
 	exited := make(chan error, 1)
@@ -361,6 +362,7 @@ func Run(ctx context.Context, engine Engine, files CredentialFiles, probes Probe
 			if certificate.follow(reloadCtx, engine, time.Now(), log) {
 				endpoints.setEngineCertificate(certificate.served)
 			}
+			endpoints.setClientAuthorities(certificate.clientAuthority.applied)
 			cancel()
 			if securer, ok := engine.(ReplicationSecurer); ok && time.Since(secured) >= secureReplicationInterval {
 				secured = time.Now()

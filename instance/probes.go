@@ -37,6 +37,10 @@ type probeServer struct {
 	// is the digest of the one the running engine serves, nil until known.
 	tls               TLS
 	engineCertificate atomic.Pointer[string]
+	// clientAuthorities is the digest of the client authorities the
+	// running engine verifies client certificates with, nil while it
+	// verifies none.
+	clientAuthorities atomic.Pointer[string]
 }
 
 func (p *probeServer) setUsersApplied() { p.usersApplied.Store(true) }

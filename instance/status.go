@@ -55,14 +55,30 @@ func (p *probeServer) certificatesHandler(w http.ResponseWriter, _ *http.Request
 	var status layout.CertificateStatus
 	status.MountedCertificate, status.MountedAuthorities = p.tls.MountedDigests()
 	status.ServedCertificate = status.MountedCertificate
+	status.ClientAuthorities = p.tls.MountedClientAuthorities()
 	if p.engineRunning.Load() {
 		status.ServedCertificate = ""
 		if served := p.engineCertificate.Load(); served != nil {
 			status.ServedCertificate = *served
 		}
+		if verified := p.clientAuthorities.Load(); verified != nil {
+			status.ClientAuthorities = *verified
+		}
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_ = json.NewEncoder(w).Encode(status)
+}
+
+// setClientAuthorities records the client authorities the running engine
+// verifies client certificates with (the file's content it read); nil
+// when it verifies none.
+func (p *probeServer) setClientAuthorities(content *string) {
+	if content == nil {
+		p.clientAuthorities.Store(nil)
+		return
+	}
+	digest := layout.FileDigest([]byte(*content))
+	p.clientAuthorities.Store(&digest)
 }
 
 // setEngineCertificate records the certificate the running engine serves

@@ -74,6 +74,19 @@ func (t TLS) MountedDigests() (certificate, authorities string) {
 	return digest(t.CertFile()), digest(t.CAFile())
 }
 
+// MountedClientAuthorities is the digest of the mounted client
+// authorities (layout.FileDigest), empty when the file cannot be read.
+func (t TLS) MountedClientAuthorities() string {
+	if t.Dir == "" {
+		return ""
+	}
+	content, err := os.ReadFile(t.ClientCAFile())
+	if err != nil {
+		return ""
+	}
+	return layout.FileDigest(content)
+}
+
 // VerifyingConfig is a client's TLS configuration that verifies a server's
 // certificate for host against the Database's authority.
 func (t TLS) VerifyingConfig(host string) (*tls.Config, error) {

@@ -229,6 +229,15 @@ type CertificateStatus struct {
 	// While the engine does not run, the mounted one, which it reads when
 	// it starts.
 	ServedCertificate string `json:"servedCertificate,omitempty"`
+	// ClientAuthorities is the digest of the client authorities
+	// (KeyClientCACert) the running engine verifies client certificates
+	// with: the file's content it read last, as it started or by a reload
+	// that succeeded. While the engine does not run, or runs verifying
+	// none (it started without the file), the mounted file's, which it
+	// reads when it starts. The operator issues the application user's
+	// certificate from a new client authority only once every pod's
+	// engine verifies with it.
+	ClientAuthorities string `json:"clientAuthorities,omitempty"`
 }
 
 // FileDigest is the SHA-256 digest (hex) of content, as InstanceStatus

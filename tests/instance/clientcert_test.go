@@ -42,18 +42,7 @@ type clientLogin struct {
 // thing wrong in turn.
 func clientLogins(t *testing.T, certs *certificates) []clientLogin {
 	t.Helper()
-	issue := func(authority pki.KeyPair, user string) *tls.Certificate {
-		t.Helper()
-		pair, err := pki.IssueClient(authority, user, time.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
-		cert, err := tls.X509KeyPair(pair.CertPEM, pair.KeyPEM)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return &cert
-	}
+	issue := func(authority pki.KeyPair, user string) *tls.Certificate { return issueClient(t, authority, user) }
 	clients, err := pki.NewAuthority("test client authority", time.Now())
 	if err != nil {
 		t.Fatal(err)
@@ -69,6 +58,20 @@ func clientLogins(t *testing.T, certs *certificates) []clientLogin {
 		{name: "its password and a certificate of its name from the server's authority", password: "app-pass", useTLS: true, certificate: issue(certs.authority, "shop"), foreign: true},
 		{name: "its password and a certificate of its name from another authority", password: "app-pass", useTLS: true, certificate: issue(mustAuthority(t), "shop"), foreign: true},
 	}
+}
+
+// issueClient is a client certificate for user from authority.
+func issueClient(t *testing.T, authority pki.KeyPair, user string) *tls.Certificate {
+	t.Helper()
+	pair, err := pki.IssueClient(authority, user, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cert, err := tls.X509KeyPair(pair.CertPEM, pair.KeyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &cert
 }
 
 func mustAuthority(t *testing.T) pki.KeyPair {
@@ -190,6 +193,77 @@ func TestClientAuthorityMountedLater(t *testing.T) {
 			expectLogins(t, logins, true, engine.verifiesAlways, login)
 		})
 	}
+}
+
+// TestReplacedClientAuthorityReported replaces the mounted client
+// authority, as the operator stages a replaced one: first the former and
+// the new one, then the new one alone. Once the instance program reports
+// the digest of the file (the operator issues the certificate from the
+// new authority then, and retires the former), the engine verifies with
+// it: a certificate of the new authority gets in at once, and once the
+// new one alone is reported, the former's is refused at once. No restart.
+func TestReplacedClientAuthorityReported(t *testing.T) {
+	for _, engine := range clientCertificateEngines {
+		t.Run(engine.name, func(t *testing.T) {
+			u := lookup(t, engine.osUser)
+			port := freePort(t)
+			certs := newCertificates(t, u)
+			former := clientLogins(t, certs)[0]
+			mounted, err := os.ReadFile(filepath.Join(certs.dir, layout.KeyClientCACert))
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := start(t, u, engine.path, append(engine.args(t, u, port, certs.dir), "--require-client-certificate")...)
+			defer p.stop(t)
+			login := func(l clientLogin) error { return engine.login(port, l.password, l.tlsFor(t, certs)) }
+			expectClientAuthoritiesReported(t, p, mounted)
+			if err := login(former); err != nil {
+				t.Fatalf("%s was refused: %v", former.name, err)
+			}
+
+			replacement := mustAuthority(t)
+			next := former
+			next.name, next.certificate = "its password and the new authority's certificate", issueClient(t, replacement, "shop")
+			both := pki.JoinBundles(mounted, replacement.CertPEM)
+			certs.writeFile(t, layout.KeyClientCACert, both)
+			expectClientAuthoritiesReported(t, p, both)
+			for _, l := range []clientLogin{next, former} {
+				if err := login(l); err != nil {
+					t.Errorf("trusting both authorities (reported), %s was refused: %v", l.name, err)
+				}
+			}
+
+			certs.writeFile(t, layout.KeyClientCACert, replacement.CertPEM)
+			expectClientAuthoritiesReported(t, p, replacement.CertPEM)
+			if err := login(former); err == nil {
+				t.Errorf("the former authority retired (reported), %s was let in", former.name)
+			}
+			if err := login(next); err != nil {
+				t.Errorf("the former authority retired (reported), %s was refused: %v", next.name, err)
+			}
+			if strings.Count(p.printed(), "engine started") > 1 {
+				t.Errorf("the engine started again:\n%s", p.printed())
+			}
+		})
+	}
+}
+
+// expectClientAuthoritiesReported waits for the program to report the
+// digest of authorities as the client authorities its engine verifies
+// with.
+func expectClientAuthoritiesReported(t *testing.T, p *program, authorities []byte) {
+	t.Helper()
+	want := layout.FileDigest(authorities)
+	eventually(t, 30*time.Second, "the client authorities reported", func() error {
+		got, err := certificateReport(p)
+		if err != nil {
+			return err
+		}
+		if got.ClientAuthorities != want {
+			return fmt.Errorf("reported client authorities %q, want %q", got.ClientAuthorities, want)
+		}
+		return nil
+	})
 }
 
 // pgLogin opens a session as the application user with password, over
