@@ -17,28 +17,38 @@ import (
 	"github.com/dbpilot/dbpilot/internal/pki"
 )
 
-// reconcileClientCertificate keeps the application user's client
-// certificate: the authority of the Database's client certificates is
-// created once (or read from a Secret of its name that exists already, as
-// the server authority is), and the certificate is issued into
-// <name>-app-tls when it is missing, not the user's or not the
-// authority's, and pki.RenewBefore its expiry. The engines trust the
-// authority through the server certificate Secret (reconcileTLS writes
-// it there). Whether the certificate is required changes nothing here: it
-// is issued either way, so that clients can take it first.
-func (r *DatabaseReconciler) reconcileClientCertificate(ctx context.Context, s *scope) (ctrl.Result, error) {
-	db := s.db
-	now := r.clock().Now()
-	authority, problem, err := r.clientAuthority(ctx, db, now)
+// reconcileClientAuthority reads the authority of the Database's client
+// certificates, created once (or read from a Secret of its name that
+// exists already, as the server authority is). reconcileTLS has the
+// engines trust it (stageClientAuthority), and reconcileClientCertificate
+// issues the application user's certificate from it.
+func (r *DatabaseReconciler) reconcileClientAuthority(ctx context.Context, s *scope) (ctrl.Result, error) {
+	authority, problem, err := r.clientAuthority(ctx, s.db, r.clock().Now())
 	if err != nil || problem != "" {
 		// A problem only the user can fix holds back nothing else: the
-		// pods keep trusting the authority they have.
+		// pods keep trusting the authorities they have.
 		s.clientCertificateProblem = problem
 		return ctrl.Result{}, err
 	}
-	s.clientAuthority = authority.CertPEM
-	if s.applicationUser == "" {
-		// The credentials Secret's problem is Degraded's to tell.
+	s.clientAuthority = authority
+	return ctrl.Result{}, nil
+}
+
+// reconcileClientCertificate keeps the application user's client
+// certificate in <name>-app-tls: issued when it is missing, not the
+// user's or not the client authority's, and pki.RenewBefore its expiry.
+// One from a former authority is issued again only once every pod's
+// engine verifies with the new one (s.clientAuthorityTrusted), so that
+// the new certificate is never refused. Whether the certificate is
+// required changes nothing here: it is issued either way, so that clients
+// can take it first.
+func (r *DatabaseReconciler) reconcileClientCertificate(ctx context.Context, s *scope) (ctrl.Result, error) {
+	db := s.db
+	now := r.clock().Now()
+	authority := s.clientAuthority
+	if authority.CertPEM == nil || s.applicationUser == "" {
+		// The authority's or the credentials Secret's problem is
+		// Degraded's to tell.
 		return ctrl.Result{}, nil
 	}
 	if db.RequiresClientCertificate() {
@@ -70,6 +80,10 @@ func (r *DatabaseReconciler) reconcileClientCertificate(ctx context.Context, s *
 	switch {
 	case reason == "" && bytes.Equal(current.Data[layout.KeyCACert], authority.CertPEM):
 		return ctrl.Result{RequeueAfter: renewAt.Sub(now)}, nil
+	case len(held.CertPEM) != 0 && !s.clientAuthorityTrusted:
+		// Clients keep the certificate they have until every pod
+		// verifies the new one; stageClientAuthority looks again.
+		return ctrl.Result{}, nil
 	case reason == "":
 		reason = "its authority's certificate changed"
 	}
@@ -77,7 +91,7 @@ func (r *DatabaseReconciler) reconcileClientCertificate(ctx context.Context, s *
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("issuing the application user's client certificate: %w", err)
 	}
-	wanted := desired.ApplicationCertificateSecret(db, issued, authority.CertPEM)
+	wanted := desired.ApplicationCertificateSecret(db, issued, authority.CertPEM, now.UTC().Format(time.RFC3339))
 	if current.Name == "" {
 		if err := r.Client.Create(ctx, wanted, client.FieldOwner(FieldOwner)); err != nil {
 			return ctrl.Result{}, fmt.Errorf("creating Secret %s: %w", key.Name, err)
@@ -89,6 +103,10 @@ func (r *DatabaseReconciler) reconcileClientCertificate(ctx context.Context, s *
 	} else {
 		updated := current.DeepCopy()
 		updated.Data = wanted.Data
+		if updated.Annotations == nil {
+			updated.Annotations = map[string]string{}
+		}
+		updated.Annotations[desired.AnnotationCertificateIssued] = wanted.Annotations[desired.AnnotationCertificateIssued]
 		if err := r.Client.Update(ctx, updated, client.FieldOwner(FieldOwner)); err != nil {
 			return ctrl.Result{}, fmt.Errorf("writing Secret %s: %w", key.Name, err)
 		}

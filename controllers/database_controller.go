@@ -61,6 +61,10 @@ type DatabaseReconciler struct {
 	// certificate authority waits for every pod to report the files of
 	// the step before, then goes on without them; 5 minutes when zero.
 	StageMountTimeout time.Duration
+	// ClientAuthorityOverlap is how long a replaced client authority
+	// stays trusted after the application user's certificate is issued
+	// from the new one, for clients to take it; 5 minutes when zero.
+	ClientAuthorityOverlap time.Duration
 
 	// failures tells transient errors from lasting ones.
 	failures failures
@@ -167,8 +171,9 @@ func (r *DatabaseReconciler) reconcileNormal(ctx context.Context, s *scope) (ctr
 		r.reconcileCredentials,
 		r.reconcileReplicationSecret,
 		r.reconcileMetricsSecret,
-		r.reconcileClientCertificate,
+		r.reconcileClientAuthority,
 		r.reconcileTLS,
+		r.reconcileClientCertificate,
 		r.reconcileConfigMap,
 		r.reconcileDesignation,
 		r.reconcileRestoreSource,

@@ -9,6 +9,7 @@ import (
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
 	"github.com/dbpilot/dbpilot/instance/layout"
 	"github.com/dbpilot/dbpilot/internal/designation"
+	"github.com/dbpilot/dbpilot/internal/pki"
 )
 
 // scope is what one reconcile pass knows about a Database and its world.
@@ -26,10 +27,19 @@ type scope struct {
 	// applicationUser is the application user's name, from the
 	// credentials Secret; empty when it cannot be read.
 	applicationUser string
-	// clientAuthority is the certificate of the authority of the
-	// Database's client certificates, which its engines trust; nil until
-	// read, and while it cannot be (clientCertificateProblem).
-	clientAuthority []byte
+	// clientAuthority is the authority of the Database's client
+	// certificates; zero until read, and while it cannot be
+	// (clientCertificateProblem).
+	clientAuthority pki.KeyPair
+	// clientAuthorities are the client authorities' certificates the
+	// server certificate Secret holds, which the engines verify client
+	// certificates with: every write of that Secret keeps them, and only
+	// stageClientAuthority changes them.
+	clientAuthorities []byte
+	// clientAuthorityTrusted: every pod's engine verifies client
+	// certificates with clientAuthority (or is not waited for), so the
+	// application user's certificate may be issued from it.
+	clientAuthorityTrusted bool
 	// clientCertificateProblem says why the application user's client
 	// certificate cannot be issued, in words safe to show; empty when
 	// fine.

@@ -1,7 +1,6 @@
 package controllers
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"time"
@@ -29,10 +28,11 @@ func (r *DatabaseReconciler) reconcileTLS(ctx context.Context, s *scope) (ctrl.R
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	if s.clientAuthority == nil {
-		// The client authority cannot be read: the pods keep trusting
-		// the one they have.
-		s.clientAuthority = current.Data[layout.KeyClientCACert]
+	// Every write of the Secret keeps the client authorities it holds;
+	// its first takes the client authority.
+	s.clientAuthorities = current.Data[layout.KeyClientCACert]
+	if len(s.clientAuthorities) == 0 {
+		s.clientAuthorities = s.clientAuthority.CertPEM
 	}
 	var result ctrl.Result
 	if provided := db.ProvidedServerCertificateSecretName(); provided != "" {
@@ -41,27 +41,12 @@ func (r *DatabaseReconciler) reconcileTLS(ctx context.Context, s *scope) (ctrl.R
 		result, err = r.reconcileIssuedCertificate(ctx, s, current, now)
 	}
 	if err == nil {
-		err = r.trustClientAuthority(ctx, s, current)
+		var staged ctrl.Result
+		staged, err = r.stageClientAuthority(ctx, s, current)
+		result = soonest(result, staged)
 	}
 	setServerCertificateExpiry(client.ObjectKeyFromObject(db), current)
 	return result, err
-}
-
-// trustClientAuthority writes the client authority's certificate into the
-// server certificate Secret (current) when it holds another one, or none:
-// the engines verify client certificates with it once the kubelet has
-// updated their files (a Database from before client certificates, or
-// whose client authority was replaced). A Secret that serves nothing yet
-// is left to the certificate's first write, which carries it.
-func (r *DatabaseReconciler) trustClientAuthority(ctx context.Context, s *scope, current *corev1.Secret) error {
-	if s.clientAuthority == nil || current.Name == "" || len(current.Data[layout.KeyTLSCert]) == 0 ||
-		bytes.Equal(current.Data[layout.KeyClientCACert], s.clientAuthority) {
-		return nil
-	}
-	wanted := current.DeepCopy()
-	wanted.Data[layout.KeyClientCACert] = s.clientAuthority
-	return r.writeServerCertificate(ctx, s.db, current, wanted, dbpilotv1alpha1.EventReasonClientCertificateAuthorityTrusted, "TrustClientAuthority",
-		"Secret %s trusts the client certificate authority of Secret %s: the engines verify client certificates with it", current.Name, s.db.ClientAuthoritySecretName())
 }
 
 // reconcileIssuedCertificate keeps the server certificate of the

@@ -100,13 +100,13 @@ func (r *DatabaseReconciler) stageServerCertificate(ctx context.Context, s *scop
 		if err != nil {
 			return ctrl.Result{}, err
 		}
-		err = r.writeServerCertificate(ctx, db, current, desired.ServerCertificateSecret(db, server, change.authorities, s.clientAuthority), change.reason, change.action, "%s", change.note)
+		err = r.writeServerCertificate(ctx, db, current, desired.ServerCertificateSecret(db, server, change.authorities, s.clientAuthorities), change.reason, change.action, "%s", change.note)
 		return ctrl.Result{}, err
 	}
 	name := db.ServerCertificateSecretName()
 	switch certificateStepFor(trusted, change.authorities, change.changes) {
 	case stepTrust:
-		err := r.writeServerCertificate(ctx, db, current, desired.ServerCertificateSecret(db, served, pki.JoinBundles(trusted, change.authorities), s.clientAuthority),
+		err := r.writeServerCertificate(ctx, db, current, desired.ServerCertificateSecret(db, served, pki.JoinBundles(trusted, change.authorities), s.clientAuthorities),
 			dbpilotv1alpha1.EventReasonCertificateAuthorityAdded, "TrustAuthority",
 			"Secret %s trusts the new certificate's authorities beside the former ones; the certificate follows once every pod has them", name)
 		return ctrl.Result{RequeueAfter: stagePoll}, err
@@ -119,7 +119,7 @@ func (r *DatabaseReconciler) stageServerCertificate(ctx context.Context, s *scop
 			return ctrl.Result{}, err
 		}
 		// trusted holds the authorities it needs (stepTrust came first).
-		if err := r.writeServerCertificate(ctx, db, current, desired.ServerCertificateSecret(db, server, trusted, s.clientAuthority), change.reason, change.action, "%s", change.note); err != nil {
+		if err := r.writeServerCertificate(ctx, db, current, desired.ServerCertificateSecret(db, server, trusted, s.clientAuthorities), change.reason, change.action, "%s", change.note); err != nil {
 			return ctrl.Result{}, err
 		}
 		if !bytes.Equal(trusted, change.authorities) {
@@ -134,7 +134,7 @@ func (r *DatabaseReconciler) stageServerCertificate(ctx context.Context, s *scop
 		if timedOut {
 			note = "Secret %s trusts only its certificate's authorities now, though not every pod reported serving that certificate"
 		}
-		err = r.writeServerCertificate(ctx, db, current, desired.ServerCertificateSecret(db, served, change.authorities, s.clientAuthority),
+		err = r.writeServerCertificate(ctx, db, current, desired.ServerCertificateSecret(db, served, change.authorities, s.clientAuthorities),
 			dbpilotv1alpha1.EventReasonCertificateAuthorityRetired, "RetireAuthority", note, name)
 		return ctrl.Result{}, err
 	}

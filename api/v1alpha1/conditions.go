@@ -132,8 +132,13 @@ const (
 	// certificate was issued again (renewed, or its Secret was missing).
 	EventReasonClientCertificateIssued = "ClientCertificateIssued"
 	// EventReasonClientCertificateAuthorityTrusted: the server certificate
-	// Secret the pods mount took the client authority's certificate.
+	// Secret the pods mount took the client authority's certificate
+	// (beside the former one's, when it was replaced);
+	// EventReasonClientCertificateAuthorityRetired: the former client
+	// authority was dropped, a while after the application user's
+	// certificate was issued from the new one.
 	EventReasonClientCertificateAuthorityTrusted = "ClientCertificateAuthorityTrusted"
+	EventReasonClientCertificateAuthorityRetired = "ClientCertificateAuthorityRetired"
 	// EventReasonCertificateAuthorityAdded: a new certificate's
 	// authorities were added beside the former ones, before the pods
 	// serve it; EventReasonCertificateAuthorityRetired: the former ones

@@ -339,8 +339,11 @@ type TLSSpec struct {
 	// (PostgreSQL: clientcert=verify-full; MariaDB and MySQL: REQUIRE
 	// SUBJECT). The certificate is issued whether this is set or not, so
 	// clients can take it before it is required, and renewed 30 days
-	// before it expires. The user's name must then be printable ASCII
-	// without a double quote. The other users are left as they are.
+	// before it expires. A client authority you replace is trusted beside
+	// the former one first; the certificate is issued from it once every
+	// pod trusts it, and the former one is dropped 5 minutes later. The
+	// user's name must then be printable ASCII without a double quote.
+	// The other users are left as they are.
 	// Changing it restarts the pods one at a time, replicas first.
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Require Client Certificate",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:booleanSwitch"}

@@ -1,9 +1,11 @@
 package e2e_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/x509"
 	"encoding/pem"
+	"fmt"
 	"testing"
 	"time"
 
@@ -108,15 +110,22 @@ func TestApplicationClientCertificate(t *testing.T) {
 	g.Eventually(func(g Gomega) int { return eventOccurrences(g, db, dbpilotv1alpha1.EventReasonClientCertificateIssued) }, convergeTimeout, pollInterval).
 		Should(Equal(issued + 1))
 
-	// The user replaces the authority: the pods trust the new one, and
-	// the certificate is issued from it.
+	// The user replaces the authority: the pods trust the new one beside
+	// the former, the certificate is issued from it only then, and the
+	// former is retired the overlap after.
 	own, err := pki.NewAuthority("the user's client authority", time.Now())
 	g.Expect(err).NotTo(HaveOccurred())
 	authority.Data = map[string][]byte{layout.KeyCACert: own.CertPEM, layout.KeyCAKey: own.KeyPEM}
 	g.Expect(k8sClient.Update(ctx, authority)).To(Succeed())
-	g.Eventually(func(g Gomega) { applicationCertificate(g, db, own.CertPEM) }, convergeTimeout, pollInterval).Should(Succeed())
+	replacement := watchClientAuthorityReplacement(g, db, ca.CertPEM, own.CertPEM)
+	g.Expect(replacement.untrustedIssue).To(BeEmpty(), "the certificate is never issued from an authority the pods do not trust")
+	g.Expect(replacement.bothTrusted).To(BeTrue(), "the new authority is trusted beside the former one first")
+	g.Expect(replacement.issued).NotTo(BeZero(), "the certificate is issued from the new authority")
+	g.Expect(replacement.retired.Sub(replacement.issued)).To(BeNumerically(">=", clientAuthorityOverlap-pollInterval-time.Second),
+		"the former authority is trusted for the overlap after the certificate is issued from the new one")
+	applicationCertificate(g, db, own.CertPEM)
 	g.Eventually(func(g Gomega) []string { return eventReasons(g, db) }, convergeTimeout, pollInterval).
-		Should(ContainElement(dbpilotv1alpha1.EventReasonClientCertificateAuthorityTrusted))
+		Should(ContainElements(dbpilotv1alpha1.EventReasonClientCertificateAuthorityTrusted, dbpilotv1alpha1.EventReasonClientCertificateAuthorityRetired))
 
 	// An authority that cannot sign (its key is another's) shows in
 	// Degraded, and the pods keep trusting the one they have; deleted,
@@ -175,6 +184,56 @@ func TestApplicationClientCertificateSecretOfTheUser(t *testing.T) {
 		g.Expect(secret.Data).To(Equal(theirs.Data))
 		return secret.ResourceVersion
 	}, 3*time.Second, pollInterval).Should(Equal(theirs.ResourceVersion))
+}
+
+// clientAuthorityOverlap is how long the suite's operator keeps a
+// replaced client authority trusted after the certificate is issued from
+// the new one.
+const clientAuthorityOverlap = 5 * time.Second
+
+// clientAuthorityReplacement is what watchClientAuthorityReplacement saw.
+type clientAuthorityReplacement struct {
+	// untrustedIssue describes a moment the application user's
+	// certificate was the new authority's while the pods' Secret did not
+	// trust it; empty when there was none.
+	untrustedIssue string
+	// bothTrusted: the pods' Secret trusted both authorities at a moment.
+	bothTrusted bool
+	// issued and retired are when the certificate was first seen issued
+	// from the new authority, and the pods' Secret first seen trusting it
+	// alone.
+	issued, retired time.Time
+}
+
+// watchClientAuthorityReplacement polls the application user's
+// certificate Secret, then the pods' Secret, until the latter trusts only
+// the new client authority (to).
+func watchClientAuthorityReplacement(g Gomega, db *dbpilotv1alpha1.Database, from, to []byte) clientAuthorityReplacement {
+	ctx := context.Background()
+	var seen clientAuthorityReplacement
+	g.Eventually(func(g Gomega) {
+		application, server := &corev1.Secret{}, &corev1.Secret{}
+		g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: db.Namespace, Name: db.ApplicationCertificateSecretName()}, application)).To(Succeed())
+		// Read second: a certificate from the new authority seen first
+		// must find it trusted.
+		g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: db.Namespace, Name: db.ServerCertificateSecretName()}, server)).To(Succeed())
+		trusted := server.Data[layout.KeyClientCACert]
+		now := time.Now()
+		if bytes.Equal(application.Data[layout.KeyCACert], to) {
+			if seen.issued.IsZero() {
+				seen.issued = now
+			}
+			if !pki.BundleContains(trusted, to) && seen.untrustedIssue == "" {
+				seen.untrustedIssue = fmt.Sprintf("at %s the certificate was the new authority's, which the pods' Secret did not trust", now.Format(time.RFC3339Nano))
+			}
+		}
+		if pki.BundleContains(trusted, from) && pki.BundleContains(trusted, to) {
+			seen.bothTrusted = true
+		}
+		g.Expect(trusted).To(Equal(to))
+		seen.retired = now
+	}, convergeTimeout, pollInterval).Should(Succeed())
+	return seen
 }
 
 // eventOccurrences counts the Events of reason recorded on the Database,

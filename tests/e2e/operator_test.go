@@ -104,6 +104,9 @@ func startOperatorWith(t testing.TB, base *rest.Config, opts *options.Options) *
 		Recorder:      mgr.GetEventRecorder(controllers.FieldOwner),
 		Namespaces:    opts.Namespaces(),
 		InPlaceResize: inPlace,
+		// Replaced client authorities are retired soon: kwok's pods
+		// mount nothing to wait for.
+		ClientAuthorityOverlap: clientAuthorityOverlap,
 	}).SetupWithManager(mgr, opts.MaxConcurrentReconciles); err != nil {
 		t.Fatalf("setting up controller: %v", err)
 	}

@@ -131,13 +131,14 @@ func startOperator(scheme any) (func(), error) {
 		return nil, err
 	}
 	if err := (&controllers.DatabaseReconciler{
-		Client:            mgr.GetClient(),
-		APIReader:         mgr.GetAPIReader(),
-		Recorder:          mgr.GetEventRecorder(controllers.FieldOwner),
-		Images:            images,
-		Namespaces:        opts.Namespaces(),
-		InPlaceResize:     inPlace,
-		StageMountTimeout: stageMountTimeout,
+		Client:                 mgr.GetClient(),
+		APIReader:              mgr.GetAPIReader(),
+		Recorder:               mgr.GetEventRecorder(controllers.FieldOwner),
+		Images:                 images,
+		Namespaces:             opts.Namespaces(),
+		InPlaceResize:          inPlace,
+		StageMountTimeout:      stageMountTimeout,
+		ClientAuthorityOverlap: clientAuthorityOverlap,
 	}).SetupWithManager(mgr, opts.MaxConcurrentReconciles); err != nil {
 		return nil, err
 	}

@@ -123,6 +123,7 @@ func testReplicasServeReads(t *testing.T, tc replicationSQL) {
 	if switches {
 		switchToProvidedCertificate(t, g, db)
 	}
+	replaceClientAuthority(t, g, db, 3)
 
 	scale(g, db, 4)
 	start = time.Now()

@@ -1,0 +1,152 @@
+package controllers
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
+	"github.com/dbpilot/dbpilot/controllers/desired"
+	"github.com/dbpilot/dbpilot/instance/layout"
+	"github.com/dbpilot/dbpilot/internal/pki"
+)
+
+// defaultClientAuthorityOverlap is how long a replaced client authority
+// stays trusted after the application user's certificate is issued from
+// the new one: the kubelet updates a client's mounted Secret within about
+// a minute, and a client that reads it as it connects takes it then.
+const defaultClientAuthorityOverlap = 5 * time.Minute
+
+func (r *DatabaseReconciler) clientAuthorityOverlap() time.Duration {
+	if r.ClientAuthorityOverlap <= 0 {
+		return defaultClientAuthorityOverlap
+	}
+	return r.ClientAuthorityOverlap
+}
+
+// clientAuthorityStep is the next write of the client authorities the
+// pods' Secret holds on the way to trusting only the client authority, so
+// that neither the application user's former certificate nor the new one
+// is ever refused: the new authority is trusted beside the former ones,
+// the certificate is issued from it once every pod's engine verifies with
+// both (reconcileClientCertificate), and the former ones are retired the
+// overlap after.
+type clientAuthorityStep int
+
+const (
+	// clientStepNone: the Secret trusts the authority alone.
+	clientStepNone clientAuthorityStep = iota
+	// clientStepTrust adds the authority beside the former ones.
+	clientStepTrust
+	// clientStepIssue waits for every pod to verify with both, after
+	// which the certificate is issued from the authority.
+	clientStepIssue
+	// clientStepRetire drops the former ones, the overlap after the
+	// certificate was issued from the authority.
+	clientStepRetire
+)
+
+// clientAuthorityStepFor is the next step from the client authorities the
+// Secret holds (trusted) towards the authority's certificate alone
+// (authority), the application user's certificate being from it
+// (certificateFromIt) or not.
+func clientAuthorityStepFor(trusted, authority []byte, certificateFromIt bool) clientAuthorityStep {
+	switch {
+	case !pki.BundleContains(trusted, authority):
+		return clientStepTrust
+	case bytes.Equal(trusted, authority):
+		return clientStepNone
+	case !certificateFromIt:
+		return clientStepIssue
+	}
+	return clientStepRetire
+}
+
+// stageClientAuthority takes the client authorities the pods' Secret
+// (current) holds one step towards the client authority alone
+// (clientAuthorityStepFor), and says whether the application user's
+// certificate may be issued from it (s.clientAuthorityTrusted). A Secret
+// that trusts no client authority yet (one from before client
+// certificates) takes it at once: no engine verifies a client certificate
+// with anything, so none is refused that was not before.
+func (r *DatabaseReconciler) stageClientAuthority(ctx context.Context, s *scope, current *corev1.Secret) (ctrl.Result, error) {
+	authority := s.clientAuthority.CertPEM
+	if authority == nil || current.Name == "" || len(current.Data[layout.KeyTLSCert]) == 0 {
+		// The authority cannot be read, or no certificate is served yet
+		// (its first write carries the authority).
+		return ctrl.Result{}, nil
+	}
+	trusted := current.Data[layout.KeyClientCACert]
+	name := current.Name
+	if len(trusted) == 0 {
+		s.clientAuthorityTrusted = true
+		return ctrl.Result{}, r.writeClientAuthorities(ctx, s, current, authority, dbpilotv1alpha1.EventReasonClientCertificateAuthorityTrusted, "TrustClientAuthority",
+			"Secret %s trusts the client certificate authority of Secret %s: the engines verify client certificates with it", name, s.db.ClientAuthoritySecretName())
+	}
+	application, err := r.applicationCertificate(ctx, s.db)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	// dbpilot writes the authority that signed it beside it.
+	fromIt := application != nil && bytes.Equal(application.Data[layout.KeyCACert], authority)
+	switch clientAuthorityStepFor(trusted, authority, fromIt) {
+	case clientStepNone:
+		s.clientAuthorityTrusted = true
+	case clientStepTrust:
+		err := r.writeClientAuthorities(ctx, s, current, pki.JoinBundles(trusted, authority), dbpilotv1alpha1.EventReasonClientCertificateAuthorityTrusted, "TrustClientAuthority",
+			"Secret %s trusts the client certificate authority of Secret %s beside the former one; the application user's certificate follows once every pod verifies with both", name, s.db.ClientAuthoritySecretName())
+		return ctrl.Result{RequeueAfter: stagePoll}, err
+	case clientStepIssue:
+		wait, _, err := r.waitForMounts(ctx, s, current, "the client authorities", trusted, func(c layout.CertificateStatus) string { return c.ClientAuthorities })
+		if wait || err != nil {
+			return ctrl.Result{RequeueAfter: stagePoll}, err
+		}
+		// Issued in this pass: the former ones are retired the overlap
+		// after.
+		s.clientAuthorityTrusted = true
+		return ctrl.Result{RequeueAfter: r.clientAuthorityOverlap()}, nil
+	case clientStepRetire:
+		s.clientAuthorityTrusted = true
+		issued, _ := time.Parse(time.RFC3339, application.Annotations[desired.AnnotationCertificateIssued])
+		if due := issued.Add(r.clientAuthorityOverlap()); r.clock().Now().Before(due) {
+			return ctrl.Result{RequeueAfter: due.Sub(r.clock().Now())}, nil
+		}
+		return ctrl.Result{}, r.writeClientAuthorities(ctx, s, current, authority, dbpilotv1alpha1.EventReasonClientCertificateAuthorityRetired, "RetireClientAuthority",
+			"Secret %s trusts only the client certificate authority of Secret %s now: the application user's certificate in Secret %s has been its for %s",
+			name, s.db.ClientAuthoritySecretName(), application.Name, r.clientAuthorityOverlap())
+	}
+	return ctrl.Result{}, nil
+}
+
+// writeClientAuthorities writes authorities as the client authorities of
+// the pods' Secret (current), which keeps all else, and records the Event
+// format tells.
+func (r *DatabaseReconciler) writeClientAuthorities(ctx context.Context, s *scope, current *corev1.Secret, authorities []byte, reason, action, format string, args ...any) error {
+	wanted := current.DeepCopy()
+	wanted.Data[layout.KeyClientCACert] = authorities
+	if err := r.writeServerCertificate(ctx, s.db, current, wanted, reason, action, format, args...); err != nil {
+		return err
+	}
+	s.clientAuthorities = authorities
+	return nil
+}
+
+// applicationCertificate reads the application user's client certificate
+// Secret from the cache: nil when it holds none of that name (missing, or
+// the user's, which reconcileClientCertificate tells about).
+func (r *DatabaseReconciler) applicationCertificate(ctx context.Context, db *dbpilotv1alpha1.Database) (*corev1.Secret, error) {
+	secret := &corev1.Secret{}
+	key := client.ObjectKey{Namespace: db.Namespace, Name: db.ApplicationCertificateSecretName()}
+	if err := r.Client.Get(ctx, key, secret); err != nil {
+		if client.IgnoreNotFound(err) == nil {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("reading Secret %s: %w", key.Name, err)
+	}
+	return secret, nil
+}
