@@ -29,51 +29,17 @@ func (r *DatabaseReconciler) clientAuthorityOverlap() time.Duration {
 	return r.ClientAuthorityOverlap
 }
 
-// clientAuthorityStep is the next write of the client authorities the
-// pods' Secret holds on the way to trusting only the client authority, so
-// that neither the application user's former certificate nor the new one
-// is ever refused: the new authority is trusted beside the former ones,
-// the certificate is issued from it once every pod's engine verifies with
-// both (reconcileClientCertificate), and the former ones are retired the
-// overlap after.
-type clientAuthorityStep int
-
-const (
-	// clientStepNone: the Secret trusts the authority alone.
-	clientStepNone clientAuthorityStep = iota
-	// clientStepTrust adds the authority beside the former ones.
-	clientStepTrust
-	// clientStepIssue waits for every pod to verify with both, after
-	// which the certificate is issued from the authority.
-	clientStepIssue
-	// clientStepRetire drops the former ones, the overlap after the
-	// certificate was issued from the authority.
-	clientStepRetire
-)
-
-// clientAuthorityStepFor is the next step from the client authorities the
-// Secret holds (trusted) towards the authority's certificate alone
-// (authority), the application user's certificate being from it
-// (certificateFromIt) or not.
-func clientAuthorityStepFor(trusted, authority []byte, certificateFromIt bool) clientAuthorityStep {
-	switch {
-	case !pki.BundleContains(trusted, authority):
-		return clientStepTrust
-	case bytes.Equal(trusted, authority):
-		return clientStepNone
-	case !certificateFromIt:
-		return clientStepIssue
-	}
-	return clientStepRetire
-}
-
 // stageClientAuthority takes the client authorities the pods' Secret
-// (current) holds one step towards the client authority alone
-// (clientAuthorityStepFor), and says whether the application user's
-// certificate may be issued from it (s.clientAuthorityTrusted). A Secret
-// that trusts no client authority yet (one from before client
-// certificates) takes it at once: no engine verifies a client certificate
-// with anything, so none is refused that was not before.
+// (current) holds one step towards the client authority alone, so that
+// neither the application user's former certificate nor the new one is
+// ever refused (certificateStepFor, the certificate changing while it is
+// not the authority's): the authority is trusted beside the former ones,
+// the certificate is issued from it once every pod's engine verifies with
+// them all (reconcileClientCertificate, told by s.clientAuthorityTrusted),
+// and the former ones are retired the overlap after. A Secret that trusts
+// no client authority yet (one from before client certificates) takes it
+// at once: no engine verifies a client certificate with anything, so none
+// is refused that was not before.
 func (r *DatabaseReconciler) stageClientAuthority(ctx context.Context, s *scope, current *corev1.Secret) (ctrl.Result, error) {
 	authority := s.clientAuthority.CertPEM
 	if authority == nil || current.Name == "" || len(current.Data[layout.KeyTLSCert]) == 0 {
@@ -94,14 +60,14 @@ func (r *DatabaseReconciler) stageClientAuthority(ctx context.Context, s *scope,
 	}
 	// dbpilot writes the authority that signed it beside it.
 	fromIt := application != nil && bytes.Equal(application.Data[layout.KeyCACert], authority)
-	switch clientAuthorityStepFor(trusted, authority, fromIt) {
-	case clientStepNone:
+	switch certificateStepFor(trusted, authority, !fromIt) {
+	case stepNone:
 		s.clientAuthorityTrusted = true
-	case clientStepTrust:
+	case stepTrust:
 		err := r.writeClientAuthorities(ctx, s, current, pki.JoinBundles(trusted, authority), dbpilotv1alpha1.EventReasonClientCertificateAuthorityTrusted, "TrustClientAuthority",
 			"Secret %s trusts the client certificate authority of Secret %s beside the former one; the application user's certificate follows once every pod verifies with both", name, s.db.ClientAuthoritySecretName())
 		return ctrl.Result{RequeueAfter: stagePoll}, err
-	case clientStepIssue:
+	case stepServe:
 		wait, _, err := r.waitForMounts(ctx, s, current, "the client authorities", trusted, func(c layout.CertificateStatus) string { return c.ClientAuthorities })
 		if wait || err != nil {
 			return ctrl.Result{RequeueAfter: stagePoll}, err
@@ -110,14 +76,14 @@ func (r *DatabaseReconciler) stageClientAuthority(ctx context.Context, s *scope,
 		// after.
 		s.clientAuthorityTrusted = true
 		return ctrl.Result{RequeueAfter: r.clientAuthorityOverlap()}, nil
-	case clientStepRetire:
+	case stepRetire:
 		s.clientAuthorityTrusted = true
 		issued, _ := time.Parse(time.RFC3339, application.Annotations[desired.AnnotationCertificateIssued])
 		if due := issued.Add(r.clientAuthorityOverlap()); r.clock().Now().Before(due) {
 			return ctrl.Result{RequeueAfter: due.Sub(r.clock().Now())}, nil
 		}
 		return ctrl.Result{}, r.writeClientAuthorities(ctx, s, current, authority, dbpilotv1alpha1.EventReasonClientCertificateAuthorityRetired, "RetireClientAuthority",
-			"Secret %s trusts only the client certificate authority of Secret %s now: the application user's certificate in Secret %s has been its for %s",
+			"Secret %s trusts only the client certificate authority of Secret %s now: the application user's certificate in Secret %s was issued from it %s ago",
 			name, s.db.ClientAuthoritySecretName(), application.Name, r.clientAuthorityOverlap())
 	}
 	return ctrl.Result{}, nil

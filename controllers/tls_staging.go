@@ -23,7 +23,9 @@ import (
 // from the certificate they serve to another (certificateStepFor). The
 // steps keep every certificate a pod serves trusted by every pod and by the
 // operator: authorities are added before a certificate they sign is
-// served, and dropped once no pod serves one only they verify.
+// served, and dropped once no pod serves one only they verify. A replaced
+// client authority takes the same steps (stageClientAuthority), the
+// application user's certificate in the place of the served one.
 type certificateStep int
 
 const (
