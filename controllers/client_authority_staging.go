@@ -11,7 +11,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
-	"github.com/dbpilot/dbpilot/controllers/desired"
 	"github.com/dbpilot/dbpilot/instance/layout"
 	"github.com/dbpilot/dbpilot/internal/pki"
 )
@@ -36,15 +35,21 @@ func (r *DatabaseReconciler) clientAuthorityOverlap() time.Duration {
 // not the authority's): the authority is trusted beside the former ones,
 // the certificate is issued from it once every pod's engine verifies with
 // them all (reconcileClientCertificate, told by s.clientAuthorityTrusted),
-// and the former ones are retired the overlap after. A Secret that trusts
+// and the former ones are retired the overlap after it was issued (as
+// pki.ClientIssuedAt reads it from the certificate). A Secret that trusts
 // no client authority yet (one from before client certificates) takes it
 // at once: no engine verifies a client certificate with anything, so none
 // is refused that was not before.
 func (r *DatabaseReconciler) stageClientAuthority(ctx context.Context, s *scope, current *corev1.Secret) (ctrl.Result, error) {
 	authority := s.clientAuthority.CertPEM
-	if authority == nil || current.Name == "" || len(current.Data[layout.KeyTLSCert]) == 0 {
-		// The authority cannot be read, or no certificate is served yet
-		// (its first write carries the authority).
+	if authority == nil {
+		// It cannot be read: the pods keep trusting what they have.
+		return ctrl.Result{}, nil
+	}
+	if current.Name == "" || len(current.Data[layout.KeyTLSCert]) == 0 {
+		// No certificate is served, so no engine verifies clients; its
+		// first write carries the authority.
+		s.clientAuthorityTrusted = true
 		return ctrl.Result{}, nil
 	}
 	trusted := current.Data[layout.KeyClientCACert]
@@ -60,7 +65,15 @@ func (r *DatabaseReconciler) stageClientAuthority(ctx context.Context, s *scope,
 	}
 	// dbpilot writes the authority that signed it beside it.
 	fromIt := application != nil && bytes.Equal(application.Data[layout.KeyCACert], authority)
-	switch certificateStepFor(trusted, authority, !fromIt) {
+	step := certificateStepFor(trusted, authority, !fromIt)
+	if step == stepServe && (application == nil || s.applicationUser == "") {
+		// No certificate of dbpilot's to issue again (missing: issued at
+		// once; the user's Secret, or no user: none is issued): nothing
+		// to wait for, and the former authorities stay until one is.
+		s.clientAuthorityTrusted = true
+		return ctrl.Result{}, nil
+	}
+	switch step {
 	case stepNone:
 		s.clientAuthorityTrusted = true
 	case stepTrust:
@@ -78,13 +91,18 @@ func (r *DatabaseReconciler) stageClientAuthority(ctx context.Context, s *scope,
 		return ctrl.Result{RequeueAfter: r.clientAuthorityOverlap()}, nil
 	case stepRetire:
 		s.clientAuthorityTrusted = true
-		issued, _ := time.Parse(time.RFC3339, application.Annotations[desired.AnnotationCertificateIssued])
-		if due := issued.Add(r.clientAuthorityOverlap()); r.clock().Now().Before(due) {
-			return ctrl.Result{RequeueAfter: due.Sub(r.clock().Now())}, nil
+		issued, err := pki.ClientIssuedAt(application.Data[layout.KeyTLSCert])
+		if err != nil {
+			// reconcileClientCertificate issues it again in this pass.
+			return ctrl.Result{RequeueAfter: r.clientAuthorityOverlap()}, nil
+		}
+		now := r.clock().Now()
+		if due := issued.Add(r.clientAuthorityOverlap()); now.Before(due) {
+			return ctrl.Result{RequeueAfter: due.Sub(now)}, nil
 		}
 		return ctrl.Result{}, r.writeClientAuthorities(ctx, s, current, authority, dbpilotv1alpha1.EventReasonClientCertificateAuthorityRetired, "RetireClientAuthority",
 			"Secret %s trusts only the client certificate authority of Secret %s now: the application user's certificate in Secret %s was issued from it %s ago",
-			name, s.db.ClientAuthoritySecretName(), application.Name, r.clientAuthorityOverlap())
+			name, s.db.ClientAuthoritySecretName(), application.Name, now.Sub(issued).Round(time.Second))
 	}
 	return ctrl.Result{}, nil
 }

@@ -91,7 +91,7 @@ func (r *DatabaseReconciler) reconcileClientCertificate(ctx context.Context, s *
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("issuing the application user's client certificate: %w", err)
 	}
-	wanted := desired.ApplicationCertificateSecret(db, issued, authority.CertPEM, now.UTC().Format(time.RFC3339))
+	wanted := desired.ApplicationCertificateSecret(db, issued, authority.CertPEM)
 	if current.Name == "" {
 		if err := r.Client.Create(ctx, wanted, client.FieldOwner(FieldOwner)); err != nil {
 			return ctrl.Result{}, fmt.Errorf("creating Secret %s: %w", key.Name, err)
@@ -103,10 +103,6 @@ func (r *DatabaseReconciler) reconcileClientCertificate(ctx context.Context, s *
 	} else {
 		updated := current.DeepCopy()
 		updated.Data = wanted.Data
-		if updated.Annotations == nil {
-			updated.Annotations = map[string]string{}
-		}
-		updated.Annotations[desired.AnnotationCertificateIssued] = wanted.Annotations[desired.AnnotationCertificateIssued]
 		if err := r.Client.Update(ctx, updated, client.FieldOwner(FieldOwner)); err != nil {
 			return ctrl.Result{}, fmt.Errorf("writing Secret %s: %w", key.Name, err)
 		}

@@ -33,7 +33,8 @@ type scope struct {
 	clientAuthority pki.KeyPair
 	// clientAuthorities are the client authorities' certificates the
 	// server certificate Secret holds, which the engines verify client
-	// certificates with: every write of that Secret keeps them, and only
+	// certificates with: every write of that Secret keeps them (or gives
+	// it clientAuthority when it holds none), and only
 	// stageClientAuthority changes them.
 	clientAuthorities []byte
 	// clientAuthorityTrusted: every pod's engine verifies client

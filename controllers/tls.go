@@ -28,8 +28,8 @@ func (r *DatabaseReconciler) reconcileTLS(ctx context.Context, s *scope) (ctrl.R
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	// Every write of the Secret keeps the client authorities it holds;
-	// its first takes the client authority.
+	// Every write of the Secret keeps the client authorities it holds,
+	// or gives it the client authority when it holds none.
 	s.clientAuthorities = current.Data[layout.KeyClientCACert]
 	if len(s.clientAuthorities) == 0 {
 		s.clientAuthorities = s.clientAuthority.CertPEM

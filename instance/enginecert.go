@@ -52,9 +52,9 @@ type engineCertificate struct {
 	// logged once.
 	problem string
 	// clientAuthority is the client authority's file content the engine
-	// read last; unset when it started without one (its arguments name
-	// the file only when it is there, so it reads one only at its next
-	// start). A reload of it that failed is asked again at
+	// read last; unset when it started verifying no client certificate
+	// (without the file, or PostgreSQL not asked to), so that it reads
+	// one only at its next start. A reload of it that failed is asked again at
 	// clientAuthorityRetry, clientAuthorityBackOff after the last.
 	clientAuthority        FollowedFile
 	clientAuthorityRetry   time.Time
@@ -63,13 +63,15 @@ type engineCertificate struct {
 
 // starting records the certificate the engine reads as it starts: before
 // the start, so that one the kubelet replaces meanwhile is reloaded, and
-// never reported served before it is.
+// never reported served before it is. And the client authority, when
+// the engine's command (built before) has it verify client certificates
+// with it.
 func (c *engineCertificate) starting(engine Engine, now time.Time) {
 	reloader, ok := engine.(TLSReloader)
 	if !ok || !reloader.TLSFiles().Enabled() {
 		return
 	}
-	if reloader.TLSFiles().VerifiesClients() {
+	if startsVerifyingClients(engine, reloader.TLSFiles()) {
 		if content, _, err := c.clientAuthority.Changed(reloader.TLSFiles().ClientCAFile()); err == nil {
 			c.clientAuthority.Applied(content)
 		}
@@ -80,6 +82,17 @@ func (c *engineCertificate) starting(engine Engine, now time.Time) {
 			c.served = &content
 		}
 	}
+}
+
+// startsVerifyingClients says whether the engine starts verifying client
+// certificates with the mounted client authority: as its command says
+// (ClientVerifier), else when the file is there.
+func startsVerifyingClients(engine Engine, files TLS) bool {
+	if verifier, ok := engine.(ClientVerifier); ok {
+		verifies, _ := verifier.VerifiesClients()
+		return verifies
+	}
+	return files.VerifiesClients()
 }
 
 // askedToLoad records that the engine was asked to load content at now,

@@ -214,9 +214,9 @@ func Run(ctx context.Context, engine Engine, files CredentialFiles, probes Probe
 			return fmt.Errorf("bootstrap: %w", err)
 		}
 	}
+	server := engine.ServerCommand()
 	var certificate engineCertificate
 	certificate.starting(engine, time.Now())
-	server := engine.ServerCommand()
 	server.Stdout, server.Stderr = os.Stdout, os.Stderr
 	// The server gets its own process group, so a terminal's Ctrl-C meant for
 	// this program does not reach it before the clean shutdown does.

@@ -341,7 +341,8 @@ type TLSSpec struct {
 	// clients can take it before it is required, and renewed 30 days
 	// before it expires. A client authority you replace is trusted beside
 	// the former one first; the certificate is issued from it once every
-	// pod trusts it, and the former one is dropped 5 minutes later. The
+	// pod trusts it (at most 5 minutes on), and the former one is dropped
+	// 5 minutes after that. The
 	// user's name must then be printable ASCII without a double quote.
 	// The other users are left as they are.
 	// Changing it restarts the pods one at a time, replicas first.

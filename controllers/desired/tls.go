@@ -13,12 +13,6 @@ import (
 // from then for every pod to mount it, at most a few minutes.
 const AnnotationCertificateStaged = "dbpilot.io/certificate-staged"
 
-// AnnotationCertificateIssued on the application user's client
-// certificate Secret is when dbpilot issued the certificate it holds (RFC
-// 3339): the former client authority stays trusted a while from then, for
-// clients to take the new certificate.
-const AnnotationCertificateIssued = "dbpilot.io/certificate-issued"
-
 // CertificateAuthoritySecret holds the Database's certificate authority.
 // Like the generated credentials it is created once and kept (clients trust
 // its ca.crt), with the volumes when deletionPolicy is Retain.
@@ -60,15 +54,13 @@ func ClientAuthoritySecret(db *dbpilotv1alpha1.Database, authority pki.KeyPair) 
 
 // ApplicationCertificateSecret holds the application user's client
 // certificate, its key, and the certificate of the authority that signed
-// it (ca.crt, as cert-manager writes a Secret of type kubernetes.io/tls),
-// annotated with when it was issued (issued, RFC 3339).
-func ApplicationCertificateSecret(db *dbpilotv1alpha1.Database, client pki.KeyPair, authorityCert []byte, issued string) *corev1.Secret {
+// it (ca.crt, as cert-manager writes a Secret of type kubernetes.io/tls).
+func ApplicationCertificateSecret(db *dbpilotv1alpha1.Database, client pki.KeyPair, authorityCert []byte) *corev1.Secret {
 	secret := generatedSecret(db, db.ApplicationCertificateSecretName(), map[string][]byte{
 		layout.KeyTLSCert: client.CertPEM,
 		layout.KeyTLSKey:  client.KeyPEM,
 		layout.KeyCACert:  authorityCert,
 	})
 	secret.Type = corev1.SecretTypeTLS
-	secret.Annotations = map[string]string{AnnotationCertificateIssued: issued}
 	return secret
 }

@@ -232,11 +232,14 @@ type CertificateStatus struct {
 	// ClientAuthorities is the digest of the client authorities
 	// (KeyClientCACert) the running engine verifies client certificates
 	// with: the file's content it read last, as it started or by a reload
-	// that succeeded. While the engine does not run, or runs verifying
-	// none (it started without the file), the mounted file's, which it
-	// reads when it starts. The operator issues the application user's
-	// certificate from a new client authority only once every pod's
-	// engine verifies with it.
+	// it was asked for without an error (MariaDB's FLUSH SSL reloads at
+	// once; PostgreSQL's postmaster as it gets the signal, within
+	// moments). While the engine does not run, or runs verifying no
+	// client certificate (it started without the file; PostgreSQL while
+	// they are not required), the mounted file's, which it reads when it
+	// starts. The operator issues the
+	// application user's certificate from a new client authority only
+	// once every pod's engine verifies with it.
 	ClientAuthorities string `json:"clientAuthorities,omitempty"`
 }
 

@@ -44,3 +44,17 @@ func ClientRenewal(client, authority KeyPair, user string, now time.Time) (reaso
 	}
 	return renewalOf(cert, now)
 }
+
+// ClientIssuedAt is when IssueClient issued the client certificate
+// (certPEM): its expiry less ClientValidity.
+func ClientIssuedAt(certPEM []byte) (time.Time, error) {
+	der := LeafCertificate(certPEM)
+	if der == nil {
+		return time.Time{}, errors.New("no PEM certificate")
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("parsing the certificate: %w", err)
+	}
+	return cert.NotAfter.Add(-ClientValidity), nil
+}

@@ -94,3 +94,27 @@ func serverOfSubject(t *testing.T, ca KeyPair, name string) KeyPair {
 	}
 	return pair
 }
+
+// TestClientIssuedAt reads when a client certificate was issued from the
+// certificate alone, to the second its validity is written in.
+func TestClientIssuedAt(t *testing.T) {
+	authority, err := NewAuthority("clients", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Date(2026, 11, 26, 16, 45, 30, 0, time.UTC)
+	issued, err := IssueClient(authority, "app", at)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ClientIssuedAt(issued.CertPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !got.Equal(at) {
+		t.Errorf("issued at %s, read %s", at, got)
+	}
+	if _, err := ClientIssuedAt([]byte("not a certificate")); err == nil {
+		t.Error("read an issue time from something that is no certificate")
+	}
+}

@@ -79,7 +79,7 @@ func createRawChildren(ctx context.Context, cs kubernetes.Interface, db *dbpilot
 		desired.CertificateAuthoritySecret(db, authority),
 		desired.ServerCertificateSecret(db, server, authority.CertPEM, clients.CertPEM),
 		desired.ClientAuthoritySecret(db, clients),
-		desired.ApplicationCertificateSecret(db, application, clients.CertPEM, now.UTC().Format(time.RFC3339)),
+		desired.ApplicationCertificateSecret(db, application, clients.CertPEM),
 	} {
 		if _, err := cs.CoreV1().Secrets(db.Namespace).Create(ctx, rawSecret(secret), create); err != nil {
 			return fmt.Errorf("Secret %s: %w", secret.Name, err)
