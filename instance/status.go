@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/dbpilot/dbpilot/instance/layout"
@@ -73,22 +74,23 @@ func (p *probeServer) certificatesHandler(w http.ResponseWriter, _ *http.Request
 // verifies client certificates with (the file's content it read); nil
 // when it verifies none.
 func (p *probeServer) setClientAuthorities(content *string) {
-	if content == nil {
-		p.clientAuthorities.Store(nil)
-		return
-	}
-	digest := layout.FileDigest([]byte(*content))
-	p.clientAuthorities.Store(&digest)
+	storeDigest(&p.clientAuthorities, content)
 }
 
 // setEngineCertificate records the certificate the running engine serves
 // (the content of the file whose certificate it presented); nil when
 // unknown.
 func (p *probeServer) setEngineCertificate(content *string) {
+	storeDigest(&p.engineCertificate, content)
+}
+
+// storeDigest stores the digest of content (layout.FileDigest) in to; nil
+// when content is nil.
+func storeDigest(to *atomic.Pointer[string], content *string) {
 	if content == nil {
-		p.engineCertificate.Store(nil)
+		to.Store(nil)
 		return
 	}
 	digest := layout.FileDigest([]byte(*content))
-	p.engineCertificate.Store(&digest)
+	to.Store(&digest)
 }
