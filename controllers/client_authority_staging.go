@@ -65,15 +65,7 @@ func (r *DatabaseReconciler) stageClientAuthority(ctx context.Context, s *scope,
 	}
 	// dbpilot writes the authority that signed it beside it.
 	fromIt := application != nil && bytes.Equal(application.Data[layout.KeyCACert], authority)
-	step := certificateStepFor(trusted, authority, !fromIt)
-	if step == stepServe && (application == nil || s.applicationUser == "") {
-		// No certificate of dbpilot's to issue again (missing: issued at
-		// once; the user's Secret, or no user: none is issued): nothing
-		// to wait for, and the former authorities stay until one is.
-		s.clientAuthorityTrusted = true
-		return ctrl.Result{}, nil
-	}
-	switch step {
+	switch certificateStepFor(trusted, authority, !fromIt) {
 	case stepNone:
 		s.clientAuthorityTrusted = true
 	case stepTrust:
@@ -81,6 +73,14 @@ func (r *DatabaseReconciler) stageClientAuthority(ctx context.Context, s *scope,
 			"Secret %s trusts the client certificate authority of Secret %s beside the former one; the application user's certificate follows once every pod verifies with both", name, s.db.ClientAuthoritySecretName())
 		return ctrl.Result{RequeueAfter: stagePoll}, err
 	case stepServe:
+		if application == nil || s.applicationUser == "" {
+			// No certificate of dbpilot's to issue again (missing: issued
+			// at once; the user's Secret, or no user: none is issued):
+			// nothing to wait for, and the former authorities stay until
+			// one is.
+			s.clientAuthorityTrusted = true
+			return ctrl.Result{}, nil
+		}
 		wait, _, err := r.waitForMounts(ctx, s, current, "the client authorities", trusted, func(c layout.CertificateStatus) string { return c.ClientAuthorities })
 		if wait || err != nil {
 			return ctrl.Result{RequeueAfter: stagePoll}, err

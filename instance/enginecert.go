@@ -54,8 +54,8 @@ type engineCertificate struct {
 	// clientAuthority is the client authority's file content the engine
 	// read last; unset when it started verifying no client certificate
 	// (without the file, or PostgreSQL not asked to), so that it reads
-	// one only at its next start. A reload of it that failed is asked again at
-	// clientAuthorityRetry, clientAuthorityBackOff after the last.
+	// one only at its next start. A reload of it that failed is asked
+	// again at clientAuthorityRetry, clientAuthorityBackOff after the last.
 	clientAuthority        FollowedFile
 	clientAuthorityRetry   time.Time
 	clientAuthorityBackOff time.Duration

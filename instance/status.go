@@ -54,9 +54,8 @@ func (p *probeServer) statusHandler(w http.ResponseWriter, r *http.Request) {
 // runs or not.
 func (p *probeServer) certificatesHandler(w http.ResponseWriter, _ *http.Request) {
 	var status layout.CertificateStatus
-	status.MountedCertificate, status.MountedAuthorities = p.tls.MountedDigests()
+	status.MountedCertificate, status.MountedAuthorities, status.ClientAuthorities = p.tls.MountedDigests()
 	status.ServedCertificate = status.MountedCertificate
-	status.ClientAuthorities = p.tls.MountedClientAuthorities()
 	if p.engineRunning.Load() {
 		status.ServedCertificate = ""
 		if served := p.engineCertificate.Load(); served != nil {

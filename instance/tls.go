@@ -58,11 +58,12 @@ func (t TLS) Enabled() bool {
 	return true
 }
 
-// MountedDigests are the digests of the mounted certificate and
-// authorities (layout.FileDigest), each empty when its file cannot be read.
-func (t TLS) MountedDigests() (certificate, authorities string) {
+// MountedDigests are the digests of the mounted certificate, authorities
+// and client authorities (layout.FileDigest), each empty when its file
+// cannot be read.
+func (t TLS) MountedDigests() (certificate, authorities, clientAuthorities string) {
 	if t.Dir == "" {
-		return "", ""
+		return "", "", ""
 	}
 	digest := func(path string) string {
 		content, err := os.ReadFile(path)
@@ -71,20 +72,7 @@ func (t TLS) MountedDigests() (certificate, authorities string) {
 		}
 		return layout.FileDigest(content)
 	}
-	return digest(t.CertFile()), digest(t.CAFile())
-}
-
-// MountedClientAuthorities is the digest of the mounted client
-// authorities (layout.FileDigest), empty when the file cannot be read.
-func (t TLS) MountedClientAuthorities() string {
-	if t.Dir == "" {
-		return ""
-	}
-	content, err := os.ReadFile(t.ClientCAFile())
-	if err != nil {
-		return ""
-	}
-	return layout.FileDigest(content)
+	return digest(t.CertFile()), digest(t.CAFile()), digest(t.ClientCAFile())
 }
 
 // VerifyingConfig is a client's TLS configuration that verifies a server's

@@ -237,9 +237,9 @@ type CertificateStatus struct {
 	// moments). While the engine does not run, or runs verifying no
 	// client certificate (it started without the file; PostgreSQL while
 	// they are not required), the mounted file's, which it reads when it
-	// starts. The operator issues the
-	// application user's certificate from a new client authority only
-	// once every pod's engine verifies with it.
+	// starts. The operator issues the application user's certificate
+	// from a new client authority only once every pod's engine verifies
+	// with it.
 	ClientAuthorities string `json:"clientAuthorities,omitempty"`
 }
 

@@ -107,14 +107,13 @@ func replaceClientAuthority(t *testing.T, g Gomega, db *dbpilotv1alpha1.Database
 	user, password := string(credentials.Data[desired.SecretKeyUsername]), string(credentials.Data[desired.SecretKeyPassword])
 	g.Eventually(func(g Gomega) {
 		for i := range pods {
-			pod, err := clientset.CoreV1().Pods(db.Namespace).Get(ctx, db.PodName(i), metav1.GetOptions{})
+			at, err := podEndpoint(ctx, db, db.PodName(i))
 			g.Expect(err).NotTo(HaveOccurred())
-			profile, _ := db.Spec.Engine.Profile()
-			session, err := connectPresenting(ctx, db, endpoint{pod.Status.PodIP, int(profile.Port), pod.Name + "." + db.ServiceHost(db.HeadlessServiceName())}, user, password, &former)
+			session, err := connectPresenting(ctx, db, at, user, password, &former)
 			if err == nil {
 				session.close()
 			}
-			g.Expect(err).To(HaveOccurred(), "pod %s with the former authority's certificate", pod.Name)
+			g.Expect(err).To(HaveOccurred(), "pod %s with the former authority's certificate", db.PodName(i))
 		}
 	}, time.Minute, time.Second).Should(Succeed())
 	stop()

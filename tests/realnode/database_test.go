@@ -101,12 +101,22 @@ func connectAppThrough(ctx context.Context, db *dbpilotv1alpha1.Database, servic
 // connectAppToPod opens a session as the application user straight to one
 // pod, at its address on the bridge.
 func connectAppToPod(ctx context.Context, db *dbpilotv1alpha1.Database, name string) (sqlSession, error) {
-	pod, err := clientset.CoreV1().Pods(db.Namespace).Get(ctx, name, metav1.GetOptions{})
+	at, err := podEndpoint(ctx, db, name)
 	if err != nil {
 		return nil, err
 	}
+	return connectAppAt(ctx, db, at)
+}
+
+// podEndpoint is the pod's engine at its address on the bridge, its
+// certificate verified for its name under the headless Service.
+func podEndpoint(ctx context.Context, db *dbpilotv1alpha1.Database, name string) (endpoint, error) {
+	pod, err := clientset.CoreV1().Pods(db.Namespace).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return endpoint{}, err
+	}
 	profile, _ := db.Spec.Engine.Profile()
-	return connectAppAt(ctx, db, endpoint{pod.Status.PodIP, int(profile.Port), name + "." + db.ServiceHost(db.HeadlessServiceName())})
+	return endpoint{pod.Status.PodIP, int(profile.Port), name + "." + db.ServiceHost(db.HeadlessServiceName())}, nil
 }
 
 // endpoint is where a session connects (the host has no cluster DNS: an
