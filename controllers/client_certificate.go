@@ -3,6 +3,7 @@ package controllers
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -41,8 +42,10 @@ func (r *DatabaseReconciler) reconcileClientAuthority(ctx context.Context, s *sc
 // engine verifies with the new one (s.clientAuthorityTrusted), so that
 // the new certificate is never refused. Whether the certificate is
 // required changes nothing here: it is issued either way, so that clients
-// can take it first.
-func (r *DatabaseReconciler) reconcileClientCertificate(ctx context.Context, s *scope) (ctrl.Result, error) {
+// can take it first. dbpilot_client_certificate_expiry_timestamp_seconds
+// follows it (observeClientCertificate).
+func (r *DatabaseReconciler) reconcileClientCertificate(ctx context.Context, s *scope) (result ctrl.Result, err error) {
+	defer func() { err = errors.Join(err, r.observeClientCertificate(ctx, s.db)) }()
 	db := s.db
 	now := r.clock().Now()
 	authority := s.clientAuthority
@@ -110,6 +113,25 @@ func (r *DatabaseReconciler) reconcileClientCertificate(ctx context.Context, s *
 	r.Recorder.Eventf(db, nil, corev1.EventTypeNormal, dbpilotv1alpha1.EventReasonClientCertificateIssued, "IssueClientCertificate",
 		"Issued the application user's client certificate in Secret %s again: %s", key.Name, reason)
 	return ctrl.Result{RequeueAfter: pki.ClientValidity - pki.RenewBefore}, nil
+}
+
+// observeClientCertificate keeps the client certificate's expiry metric
+// to the application user's certificate and the client authorities the
+// pods trust, as the cache holds them (a Secret just written is seen by
+// the pass its watch brings); a paused Database's too, since they expire
+// all the same.
+func (r *DatabaseReconciler) observeClientCertificate(ctx context.Context, db *dbpilotv1alpha1.Database) error {
+	server, err := r.serverCertificate(ctx, db)
+	if err != nil {
+		return err
+	}
+	application := &corev1.Secret{}
+	key := client.ObjectKey{Namespace: db.Namespace, Name: db.ApplicationCertificateSecretName()}
+	if err := r.Client.Get(ctx, key, application); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("reading Secret %s: %w", key.Name, err)
+	}
+	setClientCertificateExpiry(client.ObjectKeyFromObject(db), application, server)
+	return nil
 }
 
 // certificateUserProblem says why the application user (from the

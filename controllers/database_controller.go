@@ -153,7 +153,7 @@ func (r *DatabaseReconciler) Reconcile(ctx context.Context, req ctrl.Request) (r
 	}()
 
 	if db.Spec.Paused {
-		return ctrl.Result{}, errors.Join(r.observe(ctx, s), r.observeServerCertificate(ctx, db))
+		return ctrl.Result{}, errors.Join(r.observe(ctx, s), r.observeServerCertificate(ctx, db), r.observeClientCertificate(ctx, db))
 	}
 	return r.reconcileNormal(ctx, s)
 }

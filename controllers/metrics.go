@@ -48,6 +48,10 @@ var (
 		Name: "dbpilot_server_certificate_expiry_timestamp_seconds",
 		Help: "When the first certificate of the Secret a Database's pods mount (<name>-tls: the server certificate, dbpilot's or a copy of the user's, its intermediates and the authority's) expires, in seconds since the epoch; absent while there is none.",
 	}, []string{"namespace", "database"})
+	clientCertificateExpiry = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "dbpilot_client_certificate_expiry_timestamp_seconds",
+		Help: "When the first certificate the application user's client certificate needs expires, in seconds since the epoch: the certificate of <name>-app-tls, its authority's, and the client authorities the pods trust (client-ca.crt of <name>-tls); absent while dbpilot keeps no such certificate.",
+	}, []string{"namespace", "database"})
 	autopilotHolding = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "dbpilot_autopilot_holding",
 		Help: "1 while the auto-pilot of a Database cannot decide (no Prometheus, missing or stale metrics), with the reason; absent otherwise.",
@@ -67,7 +71,7 @@ var registerOnce sync.Once
 // which the manager serves; once per process, however many managers it runs.
 func RegisterMetrics() (err error) {
 	registerOnce.Do(func() {
-		for _, c := range []prometheus.Collector{reconcileDuration, reconcileErrors, failovers, autopilotDecisions, autopilotHolding, backupLastSuccess, backupLastFailure, serverCertificateExpiry, databasePhases} {
+		for _, c := range []prometheus.Collector{reconcileDuration, reconcileErrors, failovers, autopilotDecisions, autopilotHolding, backupLastSuccess, backupLastFailure, serverCertificateExpiry, clientCertificateExpiry, databasePhases} {
 			if err = metrics.Registry.Register(c); err != nil {
 				return
 			}
@@ -99,6 +103,7 @@ func forgetDatabaseMetrics(key types.NamespacedName) {
 	setAutopilotHolding(key, "")
 	setBackupTimes(key, "", nil, nil)
 	setServerCertificateExpiry(key, &corev1.Secret{})
+	setClientCertificateExpiry(key, &corev1.Secret{}, &corev1.Secret{})
 	autopilotDecisions.DeletePartialMatch(prometheus.Labels{"namespace": key.Namespace, "database": key.Name})
 }
 
@@ -135,6 +140,22 @@ func setServerCertificateExpiry(key types.NamespacedName, secret *corev1.Secret)
 		return
 	}
 	serverCertificateExpiry.WithLabelValues(key.Namespace, key.Name).Set(float64(notAfter.Unix()))
+}
+
+// setClientCertificateExpiry keeps
+// dbpilot_client_certificate_expiry_timestamp_seconds to the earliest
+// expiry among the application user's certificate and its authority
+// (application, <name>-app-tls) and the client authorities the pods trust
+// (server, <name>-tls): the engines refuse the certificate once any of
+// them has expired. Without the certificate the series goes.
+func setClientCertificateExpiry(key types.NamespacedName, application, server *corev1.Secret) {
+	certificate := application.Data[layout.KeyTLSCert]
+	notAfter, err := pki.EarliestExpiry(certificate, application.Data[layout.KeyCACert], server.Data[layout.KeyClientCACert])
+	if len(certificate) == 0 || err != nil {
+		clientCertificateExpiry.DeleteLabelValues(key.Namespace, key.Name)
+		return
+	}
+	clientCertificateExpiry.WithLabelValues(key.Namespace, key.Name).Set(float64(notAfter.Unix()))
 }
 
 var databasesDesc = prometheus.NewDesc("dbpilot_databases",

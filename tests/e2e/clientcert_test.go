@@ -78,6 +78,7 @@ func TestApplicationClientCertificate(t *testing.T) {
 	g.Expect(authority.Data[layout.KeyCACert]).NotTo(Equal(authorityOf(g, db).Data[layout.KeyCACert]), "client certificates have an authority of their own")
 	first := applicationCertificate(g, db, authority.Data[layout.KeyCACert])
 	g.Expect(first.NotAfter).To(BeTemporally("~", time.Now().Add(pki.ClientValidity), time.Hour))
+	expectClientCertificateExpiry(g, db, first.NotAfter, "the certificate expires before its authority")
 	g.Expect(statefulSetOf(g, db).Spec.Template.Spec.Containers[0].Args).NotTo(ContainElement("--require-client-certificate"))
 
 	update(g, db, func(db *dbpilotv1alpha1.Database) {
@@ -100,6 +101,7 @@ func TestApplicationClientCertificate(t *testing.T) {
 	}, convergeTimeout, pollInterval).Should(Succeed())
 	g.Eventually(func(g Gomega) []string { return eventReasons(g, db) }, convergeTimeout, pollInterval).
 		Should(ContainElement(dbpilotv1alpha1.EventReasonClientCertificateIssued))
+	expectClientCertificateExpiry(g, db, applicationCertificate(g, db, ca.CertPEM).NotAfter, "the renewed certificate's expiry")
 
 	// Deleted, it is issued again, and an Event says so (the recorder
 	// counts it in the series of the renewal's, which has the same
@@ -112,8 +114,9 @@ func TestApplicationClientCertificate(t *testing.T) {
 
 	// The user replaces the authority: the pods trust the new one beside
 	// the former, the certificate is issued from it only then, and the
-	// former is retired the overlap after.
-	own, err := pki.NewAuthority("the user's client authority", time.Now())
+	// former is retired the overlap after. The user's expires in 20 days,
+	// before the certificate issued from it.
+	own, err := pki.NewAuthority("the user's client authority", time.Now().Add(20*24*time.Hour-pki.AuthorityValidity))
 	g.Expect(err).NotTo(HaveOccurred())
 	authority.Data = map[string][]byte{layout.KeyCACert: own.CertPEM, layout.KeyCAKey: own.KeyPEM}
 	g.Expect(k8sClient.Update(ctx, authority)).To(Succeed())
@@ -124,6 +127,9 @@ func TestApplicationClientCertificate(t *testing.T) {
 	g.Expect(replacement.retired.Sub(replacement.issued)).To(BeNumerically(">=", clientAuthorityOverlap-pollInterval-time.Second),
 		"the former authority is trusted for the overlap after the certificate is issued from the new one")
 	applicationCertificate(g, db, own.CertPEM)
+	ownCert, err := x509.ParseCertificate(pemBytes(g, own.CertPEM))
+	g.Expect(err).NotTo(HaveOccurred())
+	expectClientCertificateExpiry(g, db, ownCert.NotAfter, "the user's authority expires first")
 	g.Eventually(func(g Gomega) []string { return eventReasons(g, db) }, convergeTimeout, pollInterval).
 		Should(ContainElements(dbpilotv1alpha1.EventReasonClientCertificateAuthorityTrusted, dbpilotv1alpha1.EventReasonClientCertificateAuthorityRetired))
 
@@ -156,6 +162,47 @@ func TestApplicationClientCertificate(t *testing.T) {
 		fetch(g, db)
 		g.Expect(findCondition(db, dbpilotv1alpha1.ConditionDegraded)).To(HaveField("Status", metav1.ConditionFalse))
 	}, convergeTimeout, pollInterval).Should(Succeed())
+	renewed := clientAuthorityOf(g, db).Data[layout.KeyCACert]
+	expectClientCertificateExpiry(g, db, applicationCertificate(g, db, renewed).NotAfter, "the new authority outlives the certificate")
+
+	// Paused, nothing is issued, but the expiry metric still follows the
+	// certificate, for the alert to warn.
+	update(g, db, func(db *dbpilotv1alpha1.Database) { db.Spec.Paused = true })
+	g.Eventually(func(g Gomega) dbpilotv1alpha1.Phase { fetch(g, db); return db.Status.Phase }, convergeTimeout, pollInterval).
+		Should(Equal(dbpilotv1alpha1.PhasePaused))
+	renewedAuthority := clientAuthorityOf(g, db)
+	soon, err := pki.IssueClient(pki.KeyPair{CertPEM: renewed, KeyPEM: renewedAuthority.Data[layout.KeyCAKey]}, desired.AppUsername,
+		time.Now().Add(10*24*time.Hour-pki.ClientValidity))
+	g.Expect(err).NotTo(HaveOccurred())
+	current = &corev1.Secret{}
+	g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: db.ApplicationCertificateSecretName()}, current)).To(Succeed())
+	current.Data[layout.KeyTLSCert], current.Data[layout.KeyTLSKey] = soon.CertPEM, soon.KeyPEM
+	g.Expect(k8sClient.Update(ctx, current)).To(Succeed())
+	soonCert, err := x509.ParseCertificate(pemBytes(g, soon.CertPEM))
+	g.Expect(err).NotTo(HaveOccurred())
+	expectClientCertificateExpiry(g, db, soonCert.NotAfter, "a paused Database's certificate")
+	g.Consistently(func(g Gomega) []byte {
+		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(current), current)).To(Succeed())
+		return current.Data[layout.KeyTLSCert]
+	}, 3*time.Second, pollInterval).Should(Equal(soon.CertPEM), "a paused Database's certificate is not issued again")
+
+	// Deleted, the Database's series goes.
+	g.Expect(k8sClient.Delete(ctx, db)).To(Succeed())
+	g.Eventually(func(g Gomega) int {
+		return len(gatheredSeries(g, clientCertificateExpiryMetric, map[string]string{"namespace": db.Namespace, "database": db.Name}))
+	}, convergeTimeout, pollInterval).Should(BeZero(), "no expiry series of a deleted Database")
+}
+
+// clientCertificateExpiryMetric is the expiry series of the application
+// user's certificate.
+const clientCertificateExpiryMetric = "dbpilot_client_certificate_expiry_timestamp_seconds"
+
+// expectClientCertificateExpiry waits for the Database's client
+// certificate expiry series to be at.
+func expectClientCertificateExpiry(g Gomega, db *dbpilotv1alpha1.Database, at time.Time, why string) {
+	g.Eventually(func(g Gomega) float64 {
+		return gathered(g, clientCertificateExpiryMetric, map[string]string{"namespace": db.Namespace, "database": db.Name})
+	}, convergeTimeout, pollInterval).Should(Equal(float64(at.Unix())), why)
 }
 
 // TestApplicationClientCertificateSecretOfTheUser creates a Secret of the
