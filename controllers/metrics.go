@@ -50,7 +50,7 @@ var (
 	}, []string{"namespace", "database"})
 	clientCertificateExpiry = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "dbpilot_client_certificate_expiry_timestamp_seconds",
-		Help: "When the first certificate the application user's client certificate needs expires, in seconds since the epoch: the certificate of <name>-app-tls, its authority's, and the client authorities the pods trust (client-ca.crt of <name>-tls); absent while dbpilot keeps no such certificate.",
+		Help: "When the application user's client certificate (<name>-app-tls) stops verifying, in seconds since the epoch: its expiry, or its authority's (as the pods trust it in client-ca.crt of <name>-tls) when that comes first; absent while dbpilot keeps no such certificate.",
 	}, []string{"namespace", "database"})
 	autopilotHolding = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "dbpilot_autopilot_holding",
@@ -143,14 +143,16 @@ func setServerCertificateExpiry(key types.NamespacedName, secret *corev1.Secret)
 }
 
 // setClientCertificateExpiry keeps
-// dbpilot_client_certificate_expiry_timestamp_seconds to the earliest
-// expiry among the application user's certificate and its authority
-// (application, <name>-app-tls) and the client authorities the pods trust
-// (server, <name>-tls): the engines refuse the certificate once any of
-// them has expired. Without the certificate the series goes.
+// dbpilot_client_certificate_expiry_timestamp_seconds to when the
+// application user's certificate (application, <name>-app-tls) stops
+// verifying: when it expires, or before that when its authority does, as
+// the pods trust it (server, <name>-tls: the client authorities that
+// signed it; the others, such as one being retired, do not count), else
+// as the certificate's Secret carries it. Without the certificate the
+// series goes.
 func setClientCertificateExpiry(key types.NamespacedName, application, server *corev1.Secret) {
 	certificate := application.Data[layout.KeyTLSCert]
-	notAfter, err := pki.EarliestExpiry(certificate, application.Data[layout.KeyCACert], server.Data[layout.KeyClientCACert])
+	notAfter, err := pki.VerifiedUntil(certificate, server.Data[layout.KeyClientCACert], application.Data[layout.KeyCACert])
 	if len(certificate) == 0 || err != nil {
 		clientCertificateExpiry.DeleteLabelValues(key.Namespace, key.Name)
 		return

@@ -1,6 +1,7 @@
 package pki
 
 import (
+	"crypto/rand"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
@@ -117,4 +118,59 @@ func TestClientIssuedAt(t *testing.T) {
 	if _, err := ClientIssuedAt([]byte("not a certificate")); err == nil {
 		t.Error("read an issue time from something that is no certificate")
 	}
+}
+
+// TestVerifiedUntil reads when a client certificate stops verifying: its
+// own expiry, or its signer's, only the authorities that signed it
+// counting, a signer renewed with the same key keeping it verifying, the
+// first bundle holding a signer taken.
+func TestVerifiedUntil(t *testing.T) {
+	ca := authority(t) // expires after the certificate
+	pair, err := IssueClient(ca, "app", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	soon := sameKeyAuthority(t, ca, now.Add(20*24*time.Hour))
+	other, err := NewAuthority("another", now.Add(10*24*time.Hour-AuthorityValidity)) // expires first, signed nothing
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name    string
+		bundles [][]byte
+		want    time.Time
+	}{
+		{"its authority outlives it", [][]byte{ca.CertPEM}, now.Add(ClientValidity)},
+		{"its authority expires first", [][]byte{soon}, now.Add(20 * 24 * time.Hour)},
+		{"an authority that did not sign it does not count", [][]byte{JoinBundles(other.CertPEM, ca.CertPEM)}, now.Add(ClientValidity)},
+		{"a signer renewed with the same key keeps it verifying", [][]byte{JoinBundles(soon, ca.CertPEM)}, now.Add(ClientValidity)},
+		{"the first bundle with a signer", [][]byte{soon, ca.CertPEM}, now.Add(20 * 24 * time.Hour)},
+		{"a bundle without a signer is passed over", [][]byte{other.CertPEM, soon}, now.Add(20 * 24 * time.Hour)},
+		{"no signer: its own expiry", [][]byte{other.CertPEM, nil}, now.Add(ClientValidity)},
+	} {
+		got, err := VerifiedUntil(pair.CertPEM, c.bundles...)
+		if err != nil || !got.Equal(c.want) {
+			t.Errorf("%s: %s (%v), want %s", c.name, got, err, c.want)
+		}
+	}
+	if _, err := VerifiedUntil([]byte("no PEM"), ca.CertPEM); err == nil {
+		t.Error("no certificate, and no error")
+	}
+}
+
+// sameKeyAuthority is authority's certificate issued again with its own
+// key, expiring at notAfter.
+func sameKeyAuthority(t *testing.T, authority KeyPair, notAfter time.Time) []byte {
+	t.Helper()
+	cert, key, err := authority.parse()
+	if err != nil {
+		t.Fatal(err)
+	}
+	template := *cert
+	template.NotAfter = notAfter
+	der, err := x509.CreateCertificate(rand.Reader, &template, &template, key.Public(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }

@@ -190,6 +190,47 @@ func EarliestExpiry(bundles ...[]byte) (time.Time, error) {
 	return earliest, nil
 }
 
+// VerifiedUntil is when the certificate of certPEM (its first) stops
+// verifying against the authorities of the first of bundles that holds
+// one whose key signed it: when it expires, or before that when those
+// signers have all expired (one renewed with the same key signs it as
+// well, and keeps it verifying). Authorities that did not sign it do not
+// count; without a signer in any bundle it is the certificate's expiry.
+func VerifiedUntil(certPEM []byte, bundles ...[]byte) (time.Time, error) {
+	der := LeafCertificate(certPEM)
+	if der == nil {
+		return time.Time{}, errors.New("no PEM certificate")
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("parsing the certificate: %w", err)
+	}
+	for _, bundle := range bundles {
+		authorities, err := certificates(bundle)
+		if err != nil {
+			return time.Time{}, err
+		}
+		var signers time.Time
+		for _, authority := range authorities {
+			if cert.CheckSignatureFrom(authority) == nil && authority.NotAfter.After(signers) {
+				signers = authority.NotAfter
+			}
+		}
+		if !signers.IsZero() {
+			return earlier(cert.NotAfter, signers), nil
+		}
+	}
+	return cert.NotAfter, nil
+}
+
+// earlier is the earlier of two times.
+func earlier(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
 // certificateNames are the DNS names and IP addresses a certificate
 // carries, sorted.
 func certificateNames(cert *x509.Certificate) []string {

@@ -3,6 +3,8 @@ package e2e_test
 import (
 	"bytes"
 	"context"
+	"crypto"
+	"crypto/rand"
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
@@ -186,11 +188,41 @@ func TestApplicationClientCertificate(t *testing.T) {
 		return current.Data[layout.KeyTLSCert]
 	}, 3*time.Second, pollInterval).Should(Equal(soon.CertPEM), "a paused Database's certificate is not issued again")
 
+	// What the pods trust counts, and only the authorities that signed
+	// the certificate: its authority issued again with the same key,
+	// expiring in 5 days, and another expiring in 3 that signed nothing.
+	trustedSoon := sameKeyAuthority(g, pki.KeyPair{CertPEM: renewed, KeyPEM: renewedAuthority.Data[layout.KeyCAKey]}, time.Now().Add(5*24*time.Hour))
+	unrelated, err := pki.NewAuthority("signs nothing here", time.Now().Add(3*24*time.Hour-pki.AuthorityValidity))
+	g.Expect(err).NotTo(HaveOccurred())
+	pods := &corev1.Secret{}
+	g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: db.ServerCertificateSecretName()}, pods)).To(Succeed())
+	pods.Data[layout.KeyClientCACert] = pki.JoinBundles(unrelated.CertPEM, trustedSoon)
+	g.Expect(k8sClient.Update(ctx, pods)).To(Succeed())
+	trustedSoonCert, err := x509.ParseCertificate(pemBytes(g, trustedSoon))
+	g.Expect(err).NotTo(HaveOccurred())
+	expectClientCertificateExpiry(g, db, trustedSoonCert.NotAfter, "the authority the pods trust, not the one the certificate's Secret carries nor one that signed nothing")
+
 	// Deleted, the Database's series goes.
 	g.Expect(k8sClient.Delete(ctx, db)).To(Succeed())
 	g.Eventually(func(g Gomega) int {
 		return len(gatheredSeries(g, clientCertificateExpiryMetric, map[string]string{"namespace": db.Namespace, "database": db.Name}))
 	}, convergeTimeout, pollInterval).Should(BeZero(), "no expiry series of a deleted Database")
+}
+
+// sameKeyAuthority is authority's certificate issued again with its own
+// key, expiring at notAfter.
+func sameKeyAuthority(g Gomega, authority pki.KeyPair, notAfter time.Time) []byte {
+	cert, err := x509.ParseCertificate(pemBytes(g, authority.CertPEM))
+	g.Expect(err).NotTo(HaveOccurred())
+	key, err := x509.ParsePKCS8PrivateKey(pemBytes(g, authority.KeyPEM))
+	g.Expect(err).NotTo(HaveOccurred())
+	signer, ok := key.(crypto.Signer)
+	g.Expect(ok).To(BeTrue())
+	template := *cert
+	template.NotAfter = notAfter
+	der, err := x509.CreateCertificate(rand.Reader, &template, &template, signer.Public(), signer)
+	g.Expect(err).NotTo(HaveOccurred())
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
 }
 
 // clientCertificateExpiryMetric is the expiry series of the application
