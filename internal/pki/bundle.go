@@ -2,7 +2,10 @@ package pki
 
 import (
 	"bytes"
+	"crypto/x509"
 	"encoding/pem"
+	"errors"
+	"fmt"
 	"slices"
 )
 
@@ -61,4 +64,17 @@ func LeafCertificate(bundle []byte) []byte {
 		return ders[0]
 	}
 	return nil
+}
+
+// parseLeaf parses a PEM bundle's first certificate.
+func parseLeaf(bundle []byte) (*x509.Certificate, error) {
+	der := LeafCertificate(bundle)
+	if der == nil {
+		return nil, errors.New("no PEM certificate")
+	}
+	cert, err := x509.ParseCertificate(der)
+	if err != nil {
+		return nil, fmt.Errorf("parsing the certificate: %w", err)
+	}
+	return cert, nil
 }

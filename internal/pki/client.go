@@ -48,13 +48,9 @@ func ClientRenewal(client, authority KeyPair, user string, now time.Time) (reaso
 // ClientIssuedAt is when IssueClient issued the client certificate
 // (certPEM): its expiry less ClientValidity.
 func ClientIssuedAt(certPEM []byte) (time.Time, error) {
-	der := LeafCertificate(certPEM)
-	if der == nil {
-		return time.Time{}, errors.New("no PEM certificate")
-	}
-	cert, err := x509.ParseCertificate(der)
+	cert, err := parseLeaf(certPEM)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("parsing the certificate: %w", err)
+		return time.Time{}, err
 	}
 	return cert.NotAfter.Add(-ClientValidity), nil
 }

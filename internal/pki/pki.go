@@ -197,13 +197,9 @@ func EarliestExpiry(bundles ...[]byte) (time.Time, error) {
 // well, and keeps it verifying). Authorities that did not sign it do not
 // count; without a signer in any bundle it is the certificate's expiry.
 func VerifiedUntil(certPEM []byte, bundles ...[]byte) (time.Time, error) {
-	der := LeafCertificate(certPEM)
-	if der == nil {
-		return time.Time{}, errors.New("no PEM certificate")
-	}
-	cert, err := x509.ParseCertificate(der)
+	cert, err := parseLeaf(certPEM)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("parsing the certificate: %w", err)
+		return time.Time{}, err
 	}
 	for _, bundle := range bundles {
 		authorities, err := certificates(bundle)
