@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -35,7 +36,7 @@ func (r *runtimeClient) removeAllSandboxes(ctx context.Context) error {
 	}
 	var errs []error
 	for _, sandbox := range list.Items {
-		if _, err := r.api.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: sandbox.Id}); err != nil {
+		if err := r.stopSandbox(ctx, sandbox.Id); err != nil {
 			errs = append(errs, fmt.Errorf("stopping sandbox of %s/%s: %w", sandbox.Metadata.Namespace, sandbox.Metadata.Name, err))
 			continue
 		}
@@ -44,4 +45,28 @@ func (r *runtimeClient) removeAllSandboxes(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// stopSandboxAttempts bounds stopSandbox's tries.
+const stopSandboxAttempts = 3
+
+// stopSandbox stops a pod sandbox, trying again after a failure: a
+// container whose shim exits as it is killed (a pod the kubelet was
+// stopping as it stopped itself) fails the stop with "ttrpc: closed",
+// and the next stop finds it gone.
+func (r *runtimeClient) stopSandbox(ctx context.Context, id string) error {
+	var err error
+	for attempt := 1; attempt <= stopSandboxAttempts; attempt++ {
+		if _, err = r.api.StopPodSandbox(ctx, &runtimeapi.StopPodSandboxRequest{PodSandboxId: id}); err == nil {
+			return nil
+		}
+		if attempt < stopSandboxAttempts {
+			select {
+			case <-ctx.Done():
+				return errors.Join(err, ctx.Err())
+			case <-time.After(time.Second):
+			}
+		}
+	}
+	return err
 }
