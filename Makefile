@@ -42,10 +42,16 @@ SHELL := /usr/bin/env bash -o pipefail
 .SHELLFLAGS := -ec
 GO ?= go
 export GOTOOLCHAIN := local
-# No DWARF in what make compiles (the tools, the tests): the compiler runs
-# about 15 % faster, and stack traces do not need it. Set GOFLAGS (even to
-# nothing) to compile with it; the flags of Go's env file are kept.
-export GOFLAGS ?= $(strip $(shell $(GO) env GOFLAGS) -gcflags=all=-dwarf=false)
+# One build configuration for all that make compiles: static (no cgo) and
+# with trimmed paths, as the images' programs must be built
+# (internal/localimages.GoBinary). The tests, vet and the images' manager
+# and instance programs then share each compiled package: a first make test
+# compiles the operator's dependencies once, not once per configuration.
+# No DWARF either: the compiler runs about 15 % faster, and stack traces do
+# not need it. Set GOFLAGS (even to nothing) to compile otherwise; the flags
+# of Go's env file are kept.
+export CGO_ENABLED := 0
+export GOFLAGS ?= $(strip $(shell $(GO) env GOFLAGS) -trimpath -gcflags=all=-dwarf=false)
 
 LOCALBIN := $(CURDIR)/bin
 CONTROLPLANE := $(LOCALBIN)/controlplane

@@ -20,7 +20,9 @@ const (
 )
 
 // GoBinary builds a static binary of the main package pkg (relative to
-// repoRoot) into dir, as the Dockerfile does.
+// repoRoot) into dir, as the Dockerfile does. The Makefile compiles
+// everything in this configuration (no cgo, trimmed paths), so under make
+// the binaries reuse the packages the tests compiled.
 func GoBinary(repoRoot, pkg, dir string) (string, error) {
 	out := filepath.Join(dir, filepath.Base(pkg))
 	if pkg == "./cmd" {
