@@ -78,6 +78,12 @@ LATE_TOOLS := $(KWOK_STAGES)/.copied $(OLM_DIR)/.built $(OPM) $(GRPC_HEALTH_PROB
 # after them: the generated files' and the OLM checks'.
 CHECK_TOOLS := $(CONTROLLER_GEN) $(KUSTOMIZE) $(OPERATOR_SDK)
 BUILD_TOOL := hack/build-tool.sh
+# The tools that run briefly (the generators and checkers) or serve the
+# tests lightly (CoreDNS, the S3 server, the catalog's health probe) are
+# compiled without optimisations: a first build takes about a fifth less
+# time (controller-gen: 56 s against 70 s), and their speed does not
+# matter. The control plane, kwok and OLM's operators stay optimised.
+UNOPTIMISED := -gcflags="all=-N -l -dwarf=false"
 
 # Progress of tool builds: "[n/m] building X", where m counts the tools that
 # are missing when make starts.
@@ -422,26 +428,26 @@ $(KWOK):
 	$(BUILD_TOOL) "kwok $(KWOK_VERSION)" env GOBIN=$(dir $(KWOK)) CGO_ENABLED=0 $(GO) install sigs.k8s.io/kwok/cmd/kwok@$(KWOK_VERSION)
 
 $(CONTROLLER_GEN):
-	$(BUILD_TOOL) "controller-gen $(CONTROLLER_GEN_VERSION)" env GOBIN=$(dir $(CONTROLLER_GEN)) $(GO) install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
+	$(BUILD_TOOL) "controller-gen $(CONTROLLER_GEN_VERSION)" env GOBIN=$(dir $(CONTROLLER_GEN)) $(GO) install $(UNOPTIMISED) sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
 
 $(KUSTOMIZE):
-	$(BUILD_TOOL) "kustomize $(KUSTOMIZE_VERSION)" env GOBIN=$(dir $(KUSTOMIZE)) $(GO) install sigs.k8s.io/kustomize/kustomize/v5@$(KUSTOMIZE_VERSION)
+	$(BUILD_TOOL) "kustomize $(KUSTOMIZE_VERSION)" env GOBIN=$(dir $(KUSTOMIZE)) $(GO) install $(UNOPTIMISED) sigs.k8s.io/kustomize/kustomize/v5@$(KUSTOMIZE_VERSION)
 
 $(OPERATOR_SDK) $(SCORECARD_TEST) &: hack/tools/operator-sdk/go.mod hack/tools/operator-sdk/go.sum
 	cd hack/tools/operator-sdk && ../../../$(BUILD_TOOL) "operator-sdk and scorecard-test $(OPERATOR_SDK_VERSION)" \
-		env CGO_ENABLED=0 $(GO) build -trimpath -ldflags "$(OPERATOR_SDK_LDFLAGS)" -o $(dir $(OPERATOR_SDK)) \
+		env CGO_ENABLED=0 $(GO) build -trimpath $(UNOPTIMISED) -ldflags "$(OPERATOR_SDK_LDFLAGS)" -o $(dir $(OPERATOR_SDK)) \
 		github.com/operator-framework/operator-sdk/cmd/operator-sdk github.com/operator-framework/operator-sdk/images/scorecard-test
 	touch $(OPERATOR_SDK) $(SCORECARD_TEST)
 
 $(OPM): hack/tools/opm/go.mod hack/tools/opm/go.sum
 	cd hack/tools/opm && ../../../$(BUILD_TOOL) "opm $(OPM_VERSION)" \
-		env CGO_ENABLED=0 $(GO) build -trimpath -tags json1,containers_image_openpgp \
+		env CGO_ENABLED=0 $(GO) build -trimpath $(UNOPTIMISED) -tags json1,containers_image_openpgp \
 		-ldflags "-s -w -X github.com/operator-framework/operator-registry/cmd/opm/version.gitCommit=$(OPM_VERSION) -X github.com/operator-framework/operator-registry/cmd/opm/version.opmVersion=$(OPM_VERSION)" \
 		-o $(OPM) github.com/operator-framework/operator-registry/cmd/opm
 
 $(COREDNS): hack/tools/coredns/go.mod hack/tools/coredns/go.sum
 	cd hack/tools/coredns && ../../../$(BUILD_TOOL) "coredns $(COREDNS_VERSION)" \
-		env CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(COREDNS) github.com/coredns/coredns
+		env CGO_ENABLED=0 $(GO) build -trimpath $(UNOPTIMISED) -ldflags "-s -w" -o $(COREDNS) github.com/coredns/coredns
 
 $(OLM_DIR)/.built: hack/tools/olm-operators/go.mod hack/tools/olm-operators/go.sum
 	cd hack/tools/olm-operators && ../../../$(BUILD_TOOL) "OLM $(OLM_VERSION) (olm, catalog, copy-content, cpb)" \
@@ -456,11 +462,11 @@ $(OLM_DIR)/.built: hack/tools/olm-operators/go.mod hack/tools/olm-operators/go.s
 
 $(GRPC_HEALTH_PROBE): hack/tools/grpc-health-probe/go.mod hack/tools/grpc-health-probe/go.sum
 	cd hack/tools/grpc-health-probe && ../../../$(BUILD_TOOL) "grpc_health_probe $(GRPC_HEALTH_PROBE_VERSION)" \
-		env CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(GRPC_HEALTH_PROBE) github.com/grpc-ecosystem/grpc-health-probe
+		env CGO_ENABLED=0 $(GO) build -trimpath $(UNOPTIMISED) -ldflags "-s -w" -o $(GRPC_HEALTH_PROBE) github.com/grpc-ecosystem/grpc-health-probe
 
 $(VERSITYGW): hack/tools/versitygw/go.mod hack/tools/versitygw/go.sum
 	cd hack/tools/versitygw && ../../../$(BUILD_TOOL) "versitygw $(VERSITYGW_VERSION) (S3 server for the backup tests)" \
-		env CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w" -o $(VERSITYGW) github.com/versity/versitygw/cmd/versitygw
+		env CGO_ENABLED=0 $(GO) build -trimpath $(UNOPTIMISED) -ldflags "-s -w" -o $(VERSITYGW) github.com/versity/versitygw/cmd/versitygw
 
 .PHONY: realnode-tools
 realnode-tools: $(COREDNS) $(OLM_DIR)/.built $(GRPC_HEALTH_PROBE) ## Build the real node's extra tools: CoreDNS, OLM's operators, grpc_health_probe.
