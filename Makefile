@@ -445,9 +445,9 @@ $(OPM): hack/tools/opm/go.mod hack/tools/opm/go.sum
 		-ldflags "-s -w -X github.com/operator-framework/operator-registry/cmd/opm/version.gitCommit=$(OPM_VERSION) -X github.com/operator-framework/operator-registry/cmd/opm/version.opmVersion=$(OPM_VERSION)" \
 		-o $(OPM) github.com/operator-framework/operator-registry/cmd/opm
 
-$(COREDNS): hack/tools/coredns/go.mod hack/tools/coredns/go.sum
+$(COREDNS): hack/tools/coredns/go.mod hack/tools/coredns/go.sum hack/tools/coredns/main.go
 	cd hack/tools/coredns && ../../../$(BUILD_TOOL) "coredns $(COREDNS_VERSION)" \
-		env CGO_ENABLED=0 $(GO) build -trimpath $(UNOPTIMISED) -ldflags "-s -w" -o $(COREDNS) github.com/coredns/coredns
+		env CGO_ENABLED=0 $(GO) build -trimpath $(UNOPTIMISED) -ldflags "-s -w" -o $(COREDNS) .
 
 $(OLM_DIR)/.built: hack/tools/olm-operators/go.mod hack/tools/olm-operators/go.sum
 	cd hack/tools/olm-operators && ../../../$(BUILD_TOOL) "OLM $(OLM_VERSION) (olm, catalog, copy-content, cpb)" \
