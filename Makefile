@@ -153,7 +153,8 @@ vet: ## Run go vet.
 
 .PHONY: test
 test: deps controlplane-realnode ## Run every test suite (installs and builds what it needs): the real node's suites, then the OLM checks, beside everything that needs no real node (the generated files' check among it); then the real node's CPU-judging tests alone.
-	$(MAKE) --no-print-directory -j2 --output-sync=line test-on-realnode test-beside-realnode
+	claims=$$(mktemp -d) && trap 'rm -rf "$$claims"' EXIT && \
+	$(MAKE) --no-print-directory -j2 --output-sync=line test-on-realnode test-beside-realnode SHARED_CLAIMS="$$claims"
 	$(MAKE) --no-print-directory test-realnode-cpu
 
 # What runs beside the real node's suites yields the CPU to them: they are
@@ -167,15 +168,32 @@ BESIDE := nice -n 10
 LATE_TOOLS_BUILD = flock $(LOCALBIN)/.late-tools.lock $(MAKE) --no-print-directory -j1 $(CHECK_TOOLS) $(LATE_TOOLS)
 
 .PHONY: test-on-realnode
-test-on-realnode: ## The real node's suites but the CPU-judging tests, then the OLM checks (whose scorecard runs on a real node too), one at a time.
+test-on-realnode: ## The real node's suites but the CPU-judging tests, then the OLM checks (whose scorecard runs on a real node too), one at a time; then what is left of the shared work.
 	$(MAKE) --no-print-directory realnode-suites
 	$(MAKE) --no-print-directory test-olm
+	$(MAKE) --no-print-directory shared-work
 
 .PHONY: test-beside-realnode
-test-beside-realnode: ## What needs no real node, one at a time and at a lower CPU priority than the real node's suites: the generated files' check, the late tools (kwok's, OLM's, the S3 server) and the OLM checks', the kwok suites, vet, the unit tests and the fuzzers (one worker each).
+test-beside-realnode: ## What needs no real node, one at a time and at a lower CPU priority than the real node's suites: the generated files' check, the late tools (kwok's, OLM's, the S3 server) and the OLM checks', the kwok suites; then what is left of the shared work.
 	@mkdir -p $(LOCALBIN)
 	$(BESIDE) $(LATE_TOOLS_BUILD)
-	$(BESIDE) $(MAKE) --no-print-directory -j1 verify-generated test-kwok vet test-unit fuzz FUZZFLAGS=-parallel=1
+	$(BESIDE) $(MAKE) --no-print-directory -j1 verify-generated test-kwok
+	$(BESIDE) $(MAKE) --no-print-directory shared-work
+
+# The shared work: what either of make test's streams may run once its own
+# is done, each item once, taken by the first stream free (an item is
+# claimed by making its directory in SHARED_CLAIMS). With Go's caches warm
+# the stream beside the real node's ends first and takes it all; with them
+# cold (the tools compiling beside the real node's suites) the real node's
+# stream ends about 4 minutes first, and takes its part.
+SHARED_WORK := vet test-unit fuzz-decide fuzz-builders
+SHARED_CLAIMS ?=
+.PHONY: shared-work
+shared-work: ## Run the shared work's items (vet, the unit tests, the fuzzers with one worker each) that no other stream of make test has taken.
+	@claims="$(SHARED_CLAIMS)"; [[ -n "$$claims" ]] || { claims=$$(mktemp -d); trap 'rm -rf "$$claims"' EXIT; }; \
+	for item in $(SHARED_WORK); do \
+		if mkdir "$$claims/$$item" 2>/dev/null; then $(MAKE) --no-print-directory $$item FUZZFLAGS=-parallel=1; fi; \
+	done
 
 # The fuzzers' budgets are counts of executions, not durations: a duration
 # races Go's fuzzing coordinator at its deadline, which then fails the
@@ -186,8 +204,13 @@ FUZZ_DECIDE_EXECS ?= 50000
 FUZZ_BUILDERS_EXECS ?= 10000
 FUZZFLAGS ?=
 .PHONY: fuzz
-fuzz: ## Fuzz the auto-pilot's decision engine (bounds, no NaN, determinism) for FUZZ_DECIDE_EXECS inputs and the builders (random valid Databases: valid, restricted children) for FUZZ_BUILDERS_EXECS.
+fuzz: fuzz-decide fuzz-builders ## Fuzz the auto-pilot's decision engine (bounds, no NaN, determinism) for FUZZ_DECIDE_EXECS inputs and the builders (random valid Databases: valid, restricted children) for FUZZ_BUILDERS_EXECS.
+
+.PHONY: fuzz-decide fuzz-builders
+fuzz-decide:
 	$(GO) test -run '^$$' -fuzz FuzzDecide -fuzztime $(FUZZ_DECIDE_EXECS)x $(FUZZFLAGS) ./autopilot/
+
+fuzz-builders:
 	$(GO) test -run '^$$' -fuzz FuzzBuilders -fuzztime $(FUZZ_BUILDERS_EXECS)x $(FUZZFLAGS) ./controllers/desired/
 
 .PHONY: test-unit
