@@ -182,7 +182,8 @@ test-beside-realnode: ## What needs no real node, one at a time and at a lower C
 
 # The shared work: what either of make test's streams may run once its own
 # is done, each item once, taken by the first stream free (an item is
-# claimed by making its directory in SHARED_CLAIMS). With Go's caches warm
+# claimed by making its directory in SHARED_CLAIMS; without SHARED_CLAIMS
+# every item runs). With Go's caches warm
 # the stream beside the real node's ends first and takes it all; with them
 # cold (the tools compiling beside the real node's suites) the real node's
 # stream ends about 4 minutes first, and takes its part.
@@ -190,9 +191,8 @@ SHARED_WORK := vet test-unit fuzz-decide fuzz-builders
 SHARED_CLAIMS ?=
 .PHONY: shared-work
 shared-work: ## Run the shared work's items (vet, the unit tests, the fuzzers with one worker each) that no other stream of make test has taken.
-	@claims="$(SHARED_CLAIMS)"; [[ -n "$$claims" ]] || { claims=$$(mktemp -d); trap 'rm -rf "$$claims"' EXIT; }; \
-	for item in $(SHARED_WORK); do \
-		if mkdir "$$claims/$$item" 2>/dev/null; then $(MAKE) --no-print-directory $$item FUZZFLAGS=-parallel=1; fi; \
+	@for item in $(SHARED_WORK); do \
+		if [[ -z "$(SHARED_CLAIMS)" ]] || mkdir "$(SHARED_CLAIMS)/$$item" 2>/dev/null; then $(MAKE) --no-print-directory $$item FUZZFLAGS=-parallel=1; fi; \
 	done
 
 # The fuzzers' budgets are counts of executions, not durations: a duration
