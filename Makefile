@@ -237,10 +237,11 @@ test-realnode: controlplane realnode-suites ## The real node's suites but the CP
 
 # The end-to-end suite but its OLM and S3 backup tests first: those and
 # the harness's own tests (which start kwok's fake nodes too) need the late
-# tools, which make test builds beside it.
+# tools, which make test builds beside it. Its tests that share the node
+# run two at a time, within the node's CPU (besideOtherTests).
 REALNODE_LATE_TESTS ?= ^(TestOLMInstallsTheOperator|TestBackupsAndPointInTimeRestore)$$
 realnode-suites: controlplane-realnode
-	DBPILOT_REALNODE=$(REALNODE) $(GO) test -count=1 -timeout 40m -skip '$(REALNODE_CPU_TESTS)|$(REALNODE_LATE_TESTS)' ./tests/realnode/
+	DBPILOT_REALNODE=$(REALNODE) $(GO) test -count=1 -parallel 2 -timeout 40m -skip '$(REALNODE_CPU_TESTS)|$(REALNODE_LATE_TESTS)' ./tests/realnode/
 	@mkdir -p $(LOCALBIN)
 	$(LATE_TOOLS_BUILD)
 	DBPILOT_REALNODE=$(REALNODE) $(GO) test -count=1 -timeout 20m -run '$(REALNODE_LATE_TESTS)' ./tests/realnode/

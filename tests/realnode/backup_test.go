@@ -284,6 +284,7 @@ func expectSum(g Gomega, db *dbpilotv1alpha1.Database, tc replicationSQL, want i
 // backups go to (with no owner), a scheduled backup completes from the
 // replica, and a Database restored from it serves its rows through -rw.
 func TestBackupToTheClaimDBPilotCreates(t *testing.T) {
+	besideOtherTests(t, 1500) // two small pods and the restored one
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := "real-backup-claim"

@@ -29,10 +29,13 @@ import (
 )
 
 // restrictedNamespace creates a namespace enforcing PodSecurity restricted;
-// one that exists already (a test that prepares it) is kept.
+// one that exists already (a test that prepares it) is kept. When the test
+// ends, after its own cleanups, the namespace's pods must leave the node
+// (the next tests' pods need its CPU).
 func restrictedNamespace(t *testing.T, name string) {
 	t.Helper()
 	ctx := context.Background()
+	t.Cleanup(func() { expectPodsLeave(t, name) })
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
 		"pod-security.kubernetes.io/enforce":         "restricted",
 		"pod-security.kubernetes.io/enforce-version": "latest",
@@ -278,6 +281,7 @@ func waitAvailable(g Gomega, db *dbpilotv1alpha1.Database, timeout time.Duration
 // Service, writes rows, deletes the pod and reads the rows back from the
 // new pod on the same volume.
 func TestDatabaseServesAndKeepsData(t *testing.T) {
+	besideOtherTests(t, 500) // one small pod at a time
 	for _, tc := range []struct {
 		engine  dbpilotv1alpha1.Engine
 		version string

@@ -29,6 +29,7 @@ import (
 // acknowledged must be on both; the transaction never acknowledged is on
 // neither.
 func TestSynchronousFailoverReclonesADivergedPrimary(t *testing.T) {
+	besideOtherTests(t, 1000) // two small pods
 	g := NewWithT(t)
 	ctx := context.Background()
 	tc := failoverEngines[1]

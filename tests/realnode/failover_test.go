@@ -117,6 +117,7 @@ func (w *writer) finish() writerResult {
 // write-unavailable time and the acknowledged rows lost (replication is
 // asynchronous).
 func TestFailoverKeepsTheDatabaseWritable(t *testing.T) {
+	besideOtherTests(t, 1000) // two small pods at a time
 	for _, tc := range failoverEngines {
 		t.Run(string(tc.engine), func(t *testing.T) {
 			testFailover(t, tc.replicationSQL, tc.createWrites, tc.insert, tc.countWrites, false)
@@ -129,6 +130,7 @@ func TestFailoverKeepsTheDatabaseWritable(t *testing.T) {
 // confirms each commit) under a continuous writer: no acknowledged row is
 // lost.
 func TestSynchronousFailoverLosesNothing(t *testing.T) {
+	besideOtherTests(t, 1000) // two small pods at a time
 	for _, tc := range failoverEngines {
 		t.Run(string(tc.engine), func(t *testing.T) {
 			testFailover(t, tc.replicationSQL, tc.createWrites, tc.insert, tc.countWrites, true)

@@ -90,6 +90,7 @@ func podProcess(g Gomega, namespace, name, comm, parent string) int {
 // former primary comes back as a replica; the longest write pause is
 // printed.
 func TestFailoverFromProcessFaults(t *testing.T) {
+	besideOtherTests(t, 1000) // two small pods at a time
 	for _, tc := range failoverEngines {
 		t.Run(string(tc.engine), func(t *testing.T) {
 			testProcessFaults(t, tc.replicationSQL, tc.createWrites, tc.insert)
