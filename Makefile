@@ -235,13 +235,14 @@ test-kwok: controlplane ## The integration suites on kwok's fake nodes (and the 
 .PHONY: test-realnode realnode-suites
 test-realnode: controlplane realnode-suites ## The real node's suites but the CPU-judging tests, one package at a time (one real node per machine).
 
-# The end-to-end suite but its OLM and S3 backup tests first: those and
-# the harness's own tests (which start kwok's fake nodes too) need the late
-# tools, which make test builds beside it. Its tests that share the node
-# run two at a time, within the node's CPU (besideOtherTests).
-REALNODE_LATE_TESTS ?= ^(TestOLMInstallsTheOperator|TestBackupsAndPointInTimeRestore)$$
+# The end-to-end suite but its OLM test first: that and the harness's own
+# tests (which start kwok's fake nodes too) need the late tools, which make
+# test builds beside it (its backup test waits for the S3 server's build).
+# Its tests that share the node run two at a time, within the node's CPU
+# (besideOtherTests); -parallel only needs to let them all queue there.
+REALNODE_LATE_TESTS ?= ^TestOLMInstallsTheOperator$$
 realnode-suites: controlplane-realnode
-	DBPILOT_REALNODE=$(REALNODE) $(GO) test -count=1 -parallel 2 -timeout 40m -skip '$(REALNODE_CPU_TESTS)|$(REALNODE_LATE_TESTS)' ./tests/realnode/
+	DBPILOT_REALNODE=$(REALNODE) $(GO) test -count=1 -parallel 8 -timeout 50m -skip '$(REALNODE_CPU_TESTS)|$(REALNODE_LATE_TESTS)' ./tests/realnode/
 	@mkdir -p $(LOCALBIN)
 	$(LATE_TOOLS_BUILD)
 	DBPILOT_REALNODE=$(REALNODE) $(GO) test -count=1 -timeout 20m -run '$(REALNODE_LATE_TESTS)' ./tests/realnode/

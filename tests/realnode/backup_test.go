@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -93,6 +94,9 @@ func storedBackups(server *s3server.Server, prefix string) []string {
 // serves every row; deleting the DatabaseBackup (Retain) keeps its
 // artifacts.
 func TestBackupsAndPointInTimeRestore(t *testing.T) {
+	t.Parallel()
+	waitForLateTool(t, "versitygw")
+	holdNodeCPUAndMore(t, 1000) // two small pods; each restored one asks for its own
 	for _, tc := range replicationEngines {
 		t.Run(string(tc.engine), func(t *testing.T) { testBackupsAndPointInTimeRestore(t, tc) })
 	}
@@ -256,6 +260,7 @@ func restoreAndExpect(t *testing.T, g Gomega, source *dbpilotv1alpha1.Database, 
 	restored := newDatabase(source.Namespace, name, tc.engine, tc.version, 1)
 	restored.Spec.Bootstrap = &dbpilotv1alpha1.BootstrapSpec{FromBackup: from}
 	restored.Spec.CredentialsSecretName = source.CredentialsSecretName()
+	giveBack := moreNodeCPU(t, 500) // one small pod
 	g.Expect(k8sClient.Create(context.Background(), restored)).To(Succeed())
 	// Deleted even when the test fails, so its pod leaves the node's CPU
 	// to the next tests.
@@ -264,6 +269,14 @@ func restoreAndExpect(t *testing.T, g Gomega, source *dbpilotv1alpha1.Database, 
 	waitAvailable(g, restored, 4*time.Minute)
 	expectSum(g, restored, tc, sum)
 	deleteAndWait(g, restored)
+	// Its pod leaves the node before the next restore's comes.
+	g.Eventually(func(g Gomega) []corev1.Pod {
+		pods, err := clientset.CoreV1().Pods(restored.Namespace).List(context.Background(),
+			metav1.ListOptions{LabelSelector: labels.FormatLabels(restored.SelectorLabels())})
+		g.Expect(err).NotTo(HaveOccurred())
+		return pods.Items
+	}, podsGoneTimeout, time.Second).Should(BeEmpty(), "the restored Database's pods")
+	giveBack()
 }
 
 // expectSum reads the sum of the orders table through the Database's -rw
@@ -284,7 +297,8 @@ func expectSum(g Gomega, db *dbpilotv1alpha1.Database, tc replicationSQL, want i
 // backups go to (with no owner), a scheduled backup completes from the
 // replica, and a Database restored from it serves its rows through -rw.
 func TestBackupToTheClaimDBPilotCreates(t *testing.T) {
-	besideOtherTests(t, 1500) // two small pods and the restored one
+	t.Parallel()
+	holdNodeCPUAndMore(t, 1000) // two small pods; the restored one asks for its own
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := "real-backup-claim"
