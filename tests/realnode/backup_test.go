@@ -14,7 +14,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -270,12 +269,7 @@ func restoreAndExpect(t *testing.T, g Gomega, source *dbpilotv1alpha1.Database, 
 	expectSum(g, restored, tc, sum)
 	deleteAndWait(g, restored)
 	// Its pod leaves the node before the next restore's comes.
-	g.Eventually(func(g Gomega) []corev1.Pod {
-		pods, err := clientset.CoreV1().Pods(restored.Namespace).List(context.Background(),
-			metav1.ListOptions{LabelSelector: labels.FormatLabels(restored.SelectorLabels())})
-		g.Expect(err).NotTo(HaveOccurred())
-		return pods.Items
-	}, podsGoneTimeout, time.Second).Should(BeEmpty(), "the restored Database's pods")
+	expectPodsLeave(g, restored.Namespace, restored.SelectorLabels())
 	giveBack()
 }
 

@@ -35,7 +35,7 @@ import (
 func restrictedNamespace(t *testing.T, name string) {
 	t.Helper()
 	ctx := context.Background()
-	t.Cleanup(func() { expectPodsLeave(t, name) })
+	t.Cleanup(func() { expectPodsLeave(NewWithT(t), name, nil) })
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{
 		"pod-security.kubernetes.io/enforce":         "restricted",
 		"pod-security.kubernetes.io/enforce-version": "latest",

@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
+	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 )
 
 // podsGoneTimeout bounds the wait for a test's pods to leave the node
@@ -168,28 +170,17 @@ func budgetFor(t *testing.T, millicores int64) *nodeBudget {
 	return budget
 }
 
-// expectPodsLeave waits up to podsGoneTimeout for the namespace to have
-// no pod, and fails the test if one stays.
-func expectPodsLeave(t *testing.T, ns string) {
-	t.Helper()
-	deadline := time.Now().Add(podsGoneTimeout)
-	for {
-		pods, err := clientset.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{})
-		if err != nil {
-			t.Errorf("listing the pods of %s: %v", ns, err)
-			return
+// expectPodsLeave waits up to podsGoneTimeout for the namespace's pods
+// that match selector (all of them when it is empty) to leave the node,
+// and fails if one stays.
+func expectPodsLeave(g Gomega, ns string, selector map[string]string) {
+	g.Eventually(func(g Gomega) []string {
+		pods, err := clientset.CoreV1().Pods(ns).List(context.Background(), metav1.ListOptions{LabelSelector: labels.SelectorFromSet(selector).String()})
+		g.Expect(err).NotTo(HaveOccurred())
+		var left []string
+		for _, pod := range pods.Items {
+			left = append(left, pod.Name)
 		}
-		if len(pods.Items) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			var left []string
-			for _, pod := range pods.Items {
-				left = append(left, pod.Name)
-			}
-			t.Errorf("pods of %s still on the node %s after the test: %v", ns, podsGoneTimeout, left)
-			return
-		}
-		time.Sleep(time.Second)
-	}
+		return left
+	}, podsGoneTimeout, time.Second).Should(BeEmpty(), "pods of %s still on the node", ns)
 }
