@@ -69,8 +69,9 @@ type hostRecord struct {
 	// ContainerdAddress is containerd's socket: shims carry it on their
 	// command line, which is how leftovers of a crash are found.
 	ContainerdAddress string `json:"containerdAddress"`
-	// ProcessGroups are the process groups the node started.
-	ProcessGroups []int `json:"processGroups"`
+	// ProcessGroups are the process groups the node started, each with its
+	// leader's start time.
+	ProcessGroups []recordedGroup `json:"processGroupLeaders"`
 	// Sysctls maps each touched sysctl that exists to its value before.
 	Sysctls map[string]string `json:"sysctls"`
 	// IPTables maps iptables-save and ip6tables-save to their output before.
@@ -321,8 +322,8 @@ func iptablesTables(save string) map[string]bool {
 // containerd's shims (found by the socket on their command line) and every
 // process in the node's cgroups.
 func killLeftovers(r *hostRecord) []error {
-	for _, pgid := range r.ProcessGroups {
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	for _, group := range r.ProcessGroups {
+		group.killIfStillOurs()
 	}
 	victims := map[int]bool{}
 	procs, _ := filepath.Glob("/proc/[0-9]*")

@@ -257,7 +257,11 @@ func (n *realNode) start(logDir, name, binary string, args ...string) (*process,
 		return nil, err
 	}
 	n.procs = append(n.procs, p)
-	n.record.ProcessGroups = append(n.record.ProcessGroups, p.pid())
+	group, err := recordGroup(p.pid())
+	if err != nil {
+		return p, fmt.Errorf("recording the process group of %s: %w", name, err)
+	}
+	n.record.ProcessGroups = append(n.record.ProcessGroups, group)
 	return p, n.record.save()
 }
 
