@@ -134,8 +134,13 @@ func (s *Slot) Kill() (string, time.Time) {
 	}
 	s.mu.Unlock()
 	if cmd != nil {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-exited
+		select {
+		case <-exited:
+			// Reaped already: its group's number may be another's by now.
+		default:
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-exited
+		}
 	}
 	return writer, at
 }

@@ -168,6 +168,14 @@ func (s *Server) Stop() error {
 func (s *Server) Halt() error {
 	if s.cmd != nil && s.cmd.Process != nil {
 		pgid := s.cmd.Process.Pid
+		select {
+		case <-s.exited:
+			// It died on its own and was reaped: its group's number may be
+			// another's by now.
+			s.cmd = nil
+			return nil
+		default:
+		}
 		_ = syscall.Kill(-pgid, syscall.SIGTERM)
 		select {
 		case <-s.exited:
