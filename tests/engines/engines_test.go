@@ -99,17 +99,22 @@ func startServer(t *testing.T, cmd *exec.Cmd, logPath string) {
 	go func() { _ = cmd.Wait(); logFile.Close(); close(exited) }()
 	t.Cleanup(func() {
 		pgid := cmd.Process.Pid
-		_ = syscall.Kill(-pgid, syscall.SIGTERM)
 		select {
 		case <-exited:
-		case <-time.After(30 * time.Second):
+			// Reaped already: its group's number may be another's by now.
+		default:
+			_ = syscall.Kill(-pgid, syscall.SIGTERM)
+			select {
+			case <-exited:
+			case <-time.After(30 * time.Second):
+				_ = syscall.Kill(-pgid, syscall.SIGKILL)
+				<-exited
+			}
 			_ = syscall.Kill(-pgid, syscall.SIGKILL)
-			<-exited
-		}
-		_ = syscall.Kill(-pgid, syscall.SIGKILL)
-		time.Sleep(100 * time.Millisecond)
-		if err := syscall.Kill(-pgid, 0); err == nil {
-			t.Errorf("processes of %s still running", cmd.Path)
+			time.Sleep(100 * time.Millisecond)
+			if err := syscall.Kill(-pgid, 0); err == nil {
+				t.Errorf("processes of %s still running", cmd.Path)
+			}
 		}
 		if t.Failed() {
 			if log, err := os.ReadFile(logPath); err == nil {

@@ -244,10 +244,15 @@ func launchWithEnv(t testing.TB, u osUser, path string, env []string, args ...st
 	}
 	go func() { p.done <- cmd.Wait() }()
 	t.Cleanup(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		select {
 		case <-p.done:
-		case <-time.After(10 * time.Second):
+			// Reaped already: its group's number may be another's by now.
+		default:
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			select {
+			case <-p.done:
+			case <-time.After(10 * time.Second):
+			}
 		}
 		if t.Failed() {
 			t.Logf("instance program output:\n%s", p.printed())

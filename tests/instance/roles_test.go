@@ -41,6 +41,11 @@ func (p *program) post(t testing.TB, path, token string, body any) (int, string)
 // kill kills the program and its engine at once, as a lost node would.
 func (p *program) kill(t testing.TB) {
 	t.Helper()
+	select {
+	case err := <-p.done:
+		t.Fatalf("the program had exited before it was killed: %v", err)
+	default:
+	}
 	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
 	select {
 	case err := <-p.done:
