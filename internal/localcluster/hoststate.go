@@ -364,9 +364,8 @@ func waitProcessGone(pid int) error {
 		if _, err := os.Stat(fmt.Sprintf("/proc/%d", pid)); errors.Is(err, os.ErrNotExist) {
 			return nil
 		}
-		data, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 		// A zombie is gone for our purposes: its parent reaps it.
-		if fields := strings.Fields(string(data)); len(fields) > 2 && fields[2] == "Z" {
+		if fields, _ := statFields(pid); len(fields) > 0 && fields[0] == "Z" {
 			return nil
 		}
 		time.Sleep(100 * time.Millisecond)

@@ -44,21 +44,30 @@ func (g recordedGroup) killIfStillOurs() {
 
 // processStarted reads a process's start time, in clock ticks after boot.
 func processStarted(pid int) (uint64, error) {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	fields, err := statFields(pid)
 	if err != nil {
 		return 0, err
 	}
-	// The command name (field 2) is in parentheses and may hold spaces and
-	// parentheses itself; the fields after its last ')' start at field 3.
-	stat := string(data)
-	end := strings.LastIndexByte(stat, ')')
-	if end < 0 {
-		return 0, fmt.Errorf("/proc/%d/stat: no command name", pid)
-	}
-	fields := strings.Fields(stat[end+1:])
 	const startTime = 22 - 3
 	if len(fields) <= startTime {
 		return 0, fmt.Errorf("/proc/%d/stat: %d fields after the command name", pid, len(fields))
 	}
 	return strconv.ParseUint(fields[startTime], 10, 64)
+}
+
+// statFields are the fields of /proc/<pid>/stat after the command name:
+// the first is field 3 of proc(5), the state.
+func statFields(pid int) ([]string, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return nil, err
+	}
+	// The command name (field 2) is in parentheses and may hold spaces and
+	// parentheses itself.
+	stat := string(data)
+	end := strings.LastIndexByte(stat, ')')
+	if end < 0 {
+		return nil, fmt.Errorf("/proc/%d/stat: no command name", pid)
+	}
+	return strings.Fields(stat[end+1:]), nil
 }
