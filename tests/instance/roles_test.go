@@ -43,6 +43,7 @@ func (p *program) kill(t testing.TB) {
 	t.Helper()
 	select {
 	case err := <-p.done:
+		p.done <- err // for the cleanup, which then signals nothing
 		t.Fatalf("the program had exited before it was killed: %v", err)
 	default:
 	}
