@@ -190,3 +190,20 @@ func (d Decision) Changed(c Current) bool {
 	return d.Replicas != c.Replicas || d.Tier != c.Tier || d.StorageBytes > c.StorageBytes ||
 		(d.MaxConnections != 0 && d.MaxConnections != c.MaxConnections)
 }
+
+// Waits reports whether the decision is a hold that defers a judgement
+// (for a breach to last, the metrics to settle, a cooldown, or a rollout)
+// rather than one that finds the current size right. Such a hold does not
+// replace a standing recommendation: in Recommend mode the current size is
+// the spec's, so it would flip the recommendation back to the spec and,
+// once the wait is over, to the same change again.
+func (d Decision) Waits() bool {
+	if d.Action != ActionHold {
+		return false
+	}
+	switch d.Reason {
+	case ReasonStabilizing, ReasonSettling, ReasonCooldown, ReasonBusy:
+		return true
+	}
+	return false
+}

@@ -106,31 +106,7 @@ func (r *AutopilotRunner) record(ctx context.Context, db *dbpilotv1alpha1.Databa
 	setAutopilotHolding(client.ObjectKeyFromObject(db), holding)
 
 	if sourceErr == nil && d.MetricsReady {
-		rec := &dbpilotv1alpha1.AutopilotRecommendation{Replicas: ptr.To(d.Replicas), Tier: d.Tier}
-		if d.StorageBytes > 0 {
-			rec.StorageSize = resource.NewQuantity(int64(d.StorageBytes), resource.BinarySI)
-		}
-		if d.MaxConnections > 0 {
-			rec.MaxConnections = ptr.To(d.MaxConnections)
-		}
-		if !equality.Semantic.DeepEqual(rec, status.Recommendation) {
-			status.Recommendation = rec
-			status.LastDecision = &dbpilotv1alpha1.AutopilotDecision{
-				Time: metav1.NewTime(in.Now), Action: string(d.Action), Reason: d.Reason, Message: d.Message, Signals: signalStrings(d.Signals),
-			}
-			status.RecentDecisions = recentDecisions(*status.LastDecision, status.RecentDecisions)
-			autopilotDecisions.WithLabelValues(db.Namespace, db.Name, string(d.Action), d.Reason).Inc()
-			if d.Changed(in.Current) {
-				verb := "Recommends"
-				if mode == dbpilotv1alpha1.AutopilotAuto {
-					verb = "Applies"
-					r.noteChange(db, autopilot.Size{Replicas: in.Current.Replicas, Tier: in.Current.Tier}, autopilot.Size{Replicas: d.Replicas, Tier: d.Tier}, in.Now)
-				}
-				r.Recorder.Eventf(db, nil, corev1.EventTypeNormal, dbpilotv1alpha1.EventReasonAutopilot, string(d.Action), "%s %s: %s", verb, d.Action, d.Message)
-				ctrl.LoggerFrom(ctx).Info(verb+" a change of size", "action", d.Action, "reason", d.Reason,
-					"replicas", d.Replicas, "tier", d.Tier, "why", d.Message)
-			}
-		}
+		r.recommend(ctx, db, status, in, d)
 		if d.NextEligible.After(in.Now) {
 			status.NextEligibleTime = ptr.To(metav1.NewTime(d.NextEligible.Truncate(time.Second)))
 		}
@@ -144,6 +120,42 @@ func (r *AutopilotRunner) record(ctx context.Context, db *dbpilotv1alpha1.Databa
 		r.Recorder.Eventf(db, nil, corev1.EventTypeWarning, dbpilotv1alpha1.EventReasonAnomaly, "Detect", "%s", strings.Join(d.Anomalies, "; "))
 	}
 	return r.apply(ctx, db, status, conditions)
+}
+
+// recommend makes d the recommendation when it differs from the standing
+// one, with its decision, metric and, for a change of size, its Event. A
+// hold that only waits (autopilot.Decision.Waits) leaves a standing
+// recommendation as it is.
+func (r *AutopilotRunner) recommend(ctx context.Context, db *dbpilotv1alpha1.Database, status *dbpilotv1alpha1.AutopilotStatus, in autopilot.Input, d autopilot.Decision) {
+	if d.Waits() && status.Recommendation != nil {
+		return
+	}
+	mode := db.Spec.Autopilot.Mode
+	rec := &dbpilotv1alpha1.AutopilotRecommendation{Replicas: ptr.To(d.Replicas), Tier: d.Tier}
+	if d.StorageBytes > 0 {
+		rec.StorageSize = resource.NewQuantity(int64(d.StorageBytes), resource.BinarySI)
+	}
+	if d.MaxConnections > 0 {
+		rec.MaxConnections = ptr.To(d.MaxConnections)
+	}
+	if !equality.Semantic.DeepEqual(rec, status.Recommendation) {
+		status.Recommendation = rec
+		status.LastDecision = &dbpilotv1alpha1.AutopilotDecision{
+			Time: metav1.NewTime(in.Now), Action: string(d.Action), Reason: d.Reason, Message: d.Message, Signals: signalStrings(d.Signals),
+		}
+		status.RecentDecisions = recentDecisions(*status.LastDecision, status.RecentDecisions)
+		autopilotDecisions.WithLabelValues(db.Namespace, db.Name, string(d.Action), d.Reason).Inc()
+		if d.Changed(in.Current) {
+			verb := "Recommends"
+			if mode == dbpilotv1alpha1.AutopilotAuto {
+				verb = "Applies"
+				r.noteChange(db, autopilot.Size{Replicas: in.Current.Replicas, Tier: in.Current.Tier}, autopilot.Size{Replicas: d.Replicas, Tier: d.Tier}, in.Now)
+			}
+			r.Recorder.Eventf(db, nil, corev1.EventTypeNormal, dbpilotv1alpha1.EventReasonAutopilot, string(d.Action), "%s %s: %s", verb, d.Action, d.Message)
+			ctrl.LoggerFrom(ctx).Info(verb+" a change of size", "action", d.Action, "reason", d.Reason,
+				"replicas", d.Replicas, "tier", d.Tier, "why", d.Message)
+		}
+	}
 }
 
 // recentDecisions puts the newest decision first and keeps the last

@@ -56,7 +56,8 @@ func (s *craftedSource) Snapshot(_ context.Context, at time.Time) (promsource.Sn
 // a fake clock, against the real API server and the Database reconciler,
 // with metrics the test crafts: a Prometheus error records no decision and
 // says why, and the auto-pilot is ready again when Prometheus is back; in
-// Recommend mode a recommendation never changes the effective size; Off
+// Recommend mode a recommendation never changes the effective size, and a
+// hold that only waits keeps it; Auto mode applies it with an Event; Off
 // clears the auto-pilot's status; a deleted Database's state is dropped.
 func TestAutopilotRunnerCycles(t *testing.T) {
 	t.Parallel()
@@ -159,6 +160,39 @@ func TestAutopilotRunnerCycles(t *testing.T) {
 		g.Expect(meta.IsStatusConditionTrue(db.Status.Conditions, dbpilotv1alpha1.ConditionAutopilotReady)).To(BeTrue(), "%+v", db.Status.Conditions)
 	}, convergeTimeout, 10*time.Millisecond).Should(Succeed())
 	g.Expect(db.Status.Autopilot.Recommendation.Replicas).To(Equal(ptr.To[int32](3)))
+
+	// One pod's metrics are missing for a cycle: the breach starts over
+	// and waits out its stabilization again. That wait defers the
+	// judgement; it does not take the recommendation back to the spec's
+	// two pods (and then, once over, make the same recommendation again).
+	decided := *db.Status.Autopilot.LastDecision
+	decisions = len(db.Status.Autopilot.RecentDecisions)
+	source.set(map[promsource.PodKey]float64{{Namespace: ns, Pod: db.PodName(0)}: 0.5}, nil)
+	cycle(g)
+	fetch(g, db)
+	g.Expect(meta.FindStatusCondition(db.Status.Conditions, dbpilotv1alpha1.ConditionAutopilotReady).Reason).To(Equal(autopilot.ReasonMetricsIncomplete))
+	source.set(saturated, nil)
+	cycle(g)
+	fetch(g, db)
+	g.Expect(db.Status.Autopilot.NextEligibleTime).NotTo(BeNil(), "the scale-up waits out its stabilization again")
+	g.Expect(db.Status.Autopilot.NextEligibleTime.Time).To(BeTemporally(">", clock.Now()))
+	for range 3 {
+		g.Expect(db.Status.Autopilot.Recommendation.Replicas).To(Equal(ptr.To[int32](3)), "last decision %+v", db.Status.Autopilot.LastDecision)
+		g.Expect(*db.Status.Autopilot.LastDecision).To(Equal(decided))
+		g.Expect(db.Status.Autopilot.RecentDecisions).To(HaveLen(decisions))
+		cycle(g)
+		fetch(g, db)
+	}
+	g.Expect(db.Status.Autopilot.NextEligibleTime).To(BeNil(), "the stabilization is over")
+
+	// Auto mode applies the standing recommendation, and says so.
+	update(g, db, func(db *dbpilotv1alpha1.Database) { db.Spec.Autopilot.Mode = dbpilotv1alpha1.AutopilotAuto })
+	cycle(g)
+	g.Eventually(func(g Gomega) []string { return eventNotes(g, db) }, convergeTimeout, pollInterval).
+		Should(ContainElement(ContainSubstring("now that the auto-pilot is in Auto mode")))
+	g.Eventually(func(g Gomega) {
+		g.Expect(*statefulSetOf(g, db).Spec.Replicas).To(Equal(int32(3)))
+	}, convergeTimeout, pollInterval).Should(Succeed())
 
 	// Off clears the auto-pilot's status.
 	update(g, db, func(db *dbpilotv1alpha1.Database) { db.Spec.Autopilot.Mode = dbpilotv1alpha1.AutopilotOff })
