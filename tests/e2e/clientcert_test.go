@@ -121,14 +121,20 @@ func TestApplicationClientCertificate(t *testing.T) {
 	own, err := pki.NewAuthority("the user's client authority", time.Now().Add(20*24*time.Hour-pki.AuthorityValidity))
 	g.Expect(err).NotTo(HaveOccurred())
 	authority.Data = map[string][]byte{layout.KeyCACert: own.CertPEM, layout.KeyCAKey: own.KeyPEM}
+	podsSecret := watchNamed[*corev1.Secret](t, g, &corev1.SecretList{}, ns, db.ServerCertificateSecretName())
 	g.Expect(k8sClient.Update(ctx, authority)).To(Succeed())
 	replacement := watchClientAuthorityReplacement(g, db, ca.CertPEM, own.CertPEM)
 	g.Expect(replacement.untrustedIssue).To(BeEmpty(), "the certificate is never issued from an authority the pods do not trust")
-	g.Expect(replacement.bothTrusted).To(BeTrue(), "the new authority is trusted beside the former one first")
-	g.Expect(replacement.issued).NotTo(BeZero(), "the certificate is issued from the new authority")
-	g.Expect(replacement.retired.Sub(replacement.issued)).To(BeNumerically(">=", clientAuthorityOverlap-pollInterval-time.Second),
+	g.Expect(podsSecret()).To(ContainElement(WithTransform(func(s *corev1.Secret) bool {
+		trusted := s.Data[layout.KeyClientCACert]
+		return pki.BundleContains(trusted, ca.CertPEM) && pki.BundleContains(trusted, own.CertPEM)
+	}, BeTrue())), "the new authority is trusted beside the former one first")
+	// The certificate, issued from the new authority, tells when it was
+	// issued (to the second, no later); the former authority was seen
+	// retired no earlier than it was.
+	issuedAt := applicationCertificate(g, db, own.CertPEM).NotAfter.Add(-pki.ClientValidity)
+	g.Expect(replacement.retired.Sub(issuedAt)).To(BeNumerically(">=", clientAuthorityOverlap),
 		"the former authority is trusted for the overlap after the certificate is issued from the new one")
-	applicationCertificate(g, db, own.CertPEM)
 	ownCert, err := x509.ParseCertificate(pemBytes(g, own.CertPEM))
 	g.Expect(err).NotTo(HaveOccurred())
 	expectClientCertificateExpiry(g, db, ownCert.NotAfter, "the user's authority expires first")
@@ -276,12 +282,9 @@ type clientAuthorityReplacement struct {
 	// certificate was the new authority's while the pods' Secret did not
 	// trust it; empty when there was none.
 	untrustedIssue string
-	// bothTrusted: the pods' Secret trusted both authorities at a moment.
-	bothTrusted bool
-	// issued and retired are when the certificate was first seen issued
-	// from the new authority, and the pods' Secret first seen trusting it
-	// alone.
-	issued, retired time.Time
+	// retired is when the pods' Secret was first seen trusting the new
+	// authority alone.
+	retired time.Time
 }
 
 // watchClientAuthorityReplacement polls the application user's
@@ -298,16 +301,8 @@ func watchClientAuthorityReplacement(g Gomega, db *dbpilotv1alpha1.Database, fro
 		g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: db.Namespace, Name: db.ServerCertificateSecretName()}, server)).To(Succeed())
 		trusted := server.Data[layout.KeyClientCACert]
 		now := time.Now()
-		if bytes.Equal(application.Data[layout.KeyCACert], to) {
-			if seen.issued.IsZero() {
-				seen.issued = now
-			}
-			if !pki.BundleContains(trusted, to) && seen.untrustedIssue == "" {
-				seen.untrustedIssue = fmt.Sprintf("at %s the certificate was the new authority's, which the pods' Secret did not trust", now.Format(time.RFC3339Nano))
-			}
-		}
-		if pki.BundleContains(trusted, from) && pki.BundleContains(trusted, to) {
-			seen.bothTrusted = true
+		if bytes.Equal(application.Data[layout.KeyCACert], to) && !pki.BundleContains(trusted, to) && seen.untrustedIssue == "" {
+			seen.untrustedIssue = fmt.Sprintf("at %s the certificate was the new authority's, which the pods' Secret did not trust", now.Format(time.RFC3339Nano))
 		}
 		g.Expect(trusted).To(Equal(to))
 		seen.retired = now

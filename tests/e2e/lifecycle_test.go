@@ -147,16 +147,12 @@ func TestTierChangeRollsReplicasFirst(t *testing.T) {
 	}
 
 	versions := watchVersions(t, g, db)
+	statefulSets := watchNamed[*appsStatefulSet](t, g, &appsStatefulSetList{}, ns, db.StatefulSetName())
 	update(g, db, func(db *dbpilotv1alpha1.Database) { db.Spec.Tier = dbpilotv1alpha1.TierLarge })
 	changed := db.Generation
 
 	// While the replicas roll, the primary keeps its old pod.
-	sawPartition := false
 	g.Eventually(func(g Gomega) {
-		sts := statefulSetOf(g, db)
-		if p := sts.Spec.UpdateStrategy.RollingUpdate.Partition; p != nil && *p == 1 {
-			sawPartition = true
-		}
 		for _, pod := range podsOf(g, db) {
 			if pod.Name == "ledger-0" && string(pod.UID) != before["ledger-0"] {
 				// The primary was replaced: both replicas must already be large.
@@ -170,7 +166,10 @@ func TestTierChangeRollsReplicasFirst(t *testing.T) {
 		fetch(g, db)
 		g.Expect(db.Status.Tier).To(Equal(dbpilotv1alpha1.TierLarge))
 	}, convergeTimeout, 50*time.Millisecond).Should(Succeed())
-	g.Expect(sawPartition).To(BeTrue(), "the rollout held the primary back with partition 1")
+	g.Expect(statefulSets()).To(ContainElement(WithTransform(func(sts *appsStatefulSet) bool {
+		p := sts.Spec.UpdateStrategy.RollingUpdate.Partition
+		return p != nil && *p == 1 && sts.Spec.Template.Annotations[desired.AnnotationTier] == string(dbpilotv1alpha1.TierLarge)
+	}, BeTrue())), "the rollout held the primary back with partition 1")
 	waitConverged(g, db)
 	// No status claimed the change done before the primary ran the new
 	// tier, not even for the moment the operator's cache lagged its write.

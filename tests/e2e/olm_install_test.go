@@ -240,20 +240,27 @@ func TestCSVPermissionsAreNotWider(t *testing.T) {
 		{"update", "dbpilot.io", "databases/finalizers"}, {"create", "dbpilot.io", "databasebackups"},
 		{"update", "dbpilot.io", "databasebackups/status"}, {"create", "", "persistentvolumeclaims"},
 	}
-	for _, n := range needed {
-		g.Expect(can(own, n[0], n[1], n[2], own)).To(BeTrue(), "OwnNamespace needs %v in %s", n, own)
-		g.Expect(can(all, n[0], n[1], n[2], "shop")).To(BeTrue(), "AllNamespaces needs %v in shop", n)
-		g.Expect(can(own, n[0], n[1], n[2], "shop")).To(BeFalse(), "OwnNamespace must not be allowed %v in shop", n)
-	}
-	for _, verb := range []string{"get", "list", "watch", "create"} {
-		g.Expect(can(own, verb, "", "secrets", "")).To(BeFalse(), "OwnNamespace must not %s Secrets cluster-wide", verb)
-	}
 	clusterWide := [][4]string{
 		{"create", "coordination.k8s.io", "leases", own}, {"create", "authentication.k8s.io", "tokenreviews", ""},
 		{"list", "storage.k8s.io", "storageclasses", ""}, {"watch", "storage.k8s.io", "storageclasses", ""},
 	}
-	for _, a := range clusterWide {
-		g.Expect(can(own, a[0], a[1], a[2], a[3])).To(BeTrue(), "needs %v", a)
+	// The API server authorizes from its own cache of the RBAC objects
+	// just created: what is allowed may take a moment to be. Once it is,
+	// what is denied is denied for its own sake.
+	g.Eventually(func(g Gomega) {
+		for _, n := range needed {
+			g.Expect(can(own, n[0], n[1], n[2], own)).To(BeTrue(), "OwnNamespace needs %v in %s", n, own)
+			g.Expect(can(all, n[0], n[1], n[2], "shop")).To(BeTrue(), "AllNamespaces needs %v in shop", n)
+		}
+		for _, a := range clusterWide {
+			g.Expect(can(own, a[0], a[1], a[2], a[3])).To(BeTrue(), "needs %v", a)
+		}
+	}, convergeTimeout, pollInterval).Should(Succeed())
+	for _, n := range needed {
+		g.Expect(can(own, n[0], n[1], n[2], "shop")).To(BeFalse(), "OwnNamespace must not be allowed %v in shop", n)
+	}
+	for _, verb := range []string{"get", "list", "watch", "create"} {
+		g.Expect(can(own, verb, "", "secrets", "")).To(BeFalse(), "OwnNamespace must not %s Secrets cluster-wide", verb)
 	}
 	denied := [][4]string{
 		{"delete", "", "secrets", own}, {"create", "", "pods", own}, {"delete", "", "namespaces", ""},

@@ -21,27 +21,42 @@ import (
 // milliseconds.
 func watchVersions(t *testing.T, g Gomega, db *dbpilotv1alpha1.Database) func() []dbpilotv1alpha1.Database {
 	t.Helper()
+	stop := watchNamed[*dbpilotv1alpha1.Database](t, g, &dbpilotv1alpha1.DatabaseList{}, db.Namespace, db.Name)
+	return func() []dbpilotv1alpha1.Database {
+		var versions []dbpilotv1alpha1.Database
+		for _, v := range stop() {
+			versions = append(versions, *v)
+		}
+		return versions
+	}
+}
+
+// watchNamed records every version of the object of list's kind named name
+// in namespace that the API server sends from now on (the one there is
+// first); the returned func stops the watch and returns them in order.
+func watchNamed[T client.Object](t *testing.T, g Gomega, list client.ObjectList, namespace, name string) func() []T {
+	t.Helper()
 	c, err := client.NewWithWatch(restConfig, client.Options{Scheme: k8sClient.Scheme()})
 	g.Expect(err).NotTo(HaveOccurred())
 	ctx, cancel := context.WithCancel(context.Background())
-	w, err := c.Watch(ctx, &dbpilotv1alpha1.DatabaseList{}, client.InNamespace(db.Namespace),
-		client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector("metadata.name", db.Name)})
+	w, err := c.Watch(ctx, list, client.InNamespace(namespace),
+		client.MatchingFieldsSelector{Selector: fields.OneTermEqualSelector("metadata.name", name)})
 	if err != nil {
 		cancel()
 	}
 	g.Expect(err).NotTo(HaveOccurred())
-	var versions []dbpilotv1alpha1.Database
+	var versions []T
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		for event := range w.ResultChan() {
-			if got, ok := event.Object.(*dbpilotv1alpha1.Database); ok && event.Type != watch.Error {
-				versions = append(versions, *got.DeepCopy())
+			if got, ok := event.Object.(T); ok && event.Type != watch.Error {
+				versions = append(versions, got.DeepCopyObject().(T))
 			}
 		}
 	}()
 	// versions is read only once the goroutine has ended.
-	stop := sync.OnceValue(func() []dbpilotv1alpha1.Database {
+	stop := sync.OnceValue(func() []T {
 		w.Stop()
 		cancel()
 		<-done

@@ -15,6 +15,10 @@ import (
 // steadyWindow is how long a converged operator is watched for writes.
 const steadyWindow = 60 * time.Second
 
+// quietPeriod is how long nothing may change before the steady window
+// starts.
+const quietPeriod = 5 * time.Second
+
 // TestRestartAndSteadyStateWriteNothing converges three Databases, restarts
 // the operator (as an upgrade would), and checks that the new operator
 // changes no pod template, no Secret and no object at all, and sends zero
@@ -27,8 +31,16 @@ func TestRestartAndSteadyStateWriteNothing(t *testing.T) {
 
 	dbs := convergedPerEngine(g, ns)
 
-	before := resourceVersions(g, ns)
 	first.stop(t)
+	// What the first operator's last writes set off (the StatefulSet and
+	// disruption controllers' status writes) settles before the second
+	// starts: the versions it is judged by hold still for a while.
+	var before map[string]string
+	g.Eventually(func(g Gomega) {
+		before = resourceVersions(g, ns)
+		time.Sleep(quietPeriod)
+		g.Expect(resourceVersions(g, ns)).To(Equal(before))
+	}, convergeTimeout, pollInterval).Should(Succeed())
 	second := startOperator(t, ns)
 	time.Sleep(steadyWindow)
 

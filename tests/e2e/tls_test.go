@@ -257,8 +257,9 @@ func TestSwitchToProvidedCertificateOnceValid(t *testing.T) {
 
 	ca, err := pki.NewAuthority("the user's issuer", time.Now())
 	g.Expect(err).NotTo(HaveOccurred())
-	// Issued 5 minutes back-dated: valid 20 s after the skew allowed.
-	soon, err := pki.IssueServer(ca, db.ServerNames(), time.Now().Add(5*time.Minute+pki.ClockSkew+20*time.Second))
+	// Issued 5 minutes back-dated: valid 40 s after the skew allowed,
+	// time enough for the problem to be seen on a busy machine.
+	soon, err := pki.IssueServer(ca, db.ServerNames(), time.Now().Add(5*time.Minute+pki.ClockSkew+40*time.Second))
 	g.Expect(err).NotTo(HaveOccurred())
 	leaf, err := x509.ParseCertificate(pemBytes(g, soon.CertPEM))
 	g.Expect(err).NotTo(HaveOccurred())
@@ -281,7 +282,7 @@ func TestSwitchToProvidedCertificateOnceValid(t *testing.T) {
 		wanted[layout.KeyClientCACert] = clientAuthorityOf(g, db).Data[layout.KeyCACert]
 		g.Expect(served.Data).To(Equal(wanted))
 		g.Expect(eventNotes(g, db)).To(ContainElement("Copied the server certificate of Secret ledger-cert into Secret ledger-tls"))
-	}, time.Minute, pollInterval).Should(Succeed())
+	}, 90*time.Second, pollInterval).Should(Succeed())
 	waitConverged(g, db)
 	g.Expect(findCondition(db, dbpilotv1alpha1.ConditionDegraded).Status).To(Equal(metav1.ConditionFalse))
 }
