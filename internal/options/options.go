@@ -54,13 +54,14 @@ const DefaultKubeAPIBurst = 100
 // LeaderElectionID names the Lease that elects the active manager.
 const LeaderElectionID = "dbpilot.dbpilot.io"
 
-// The leader election's defaults: a standby leads within about 16 s of the
-// leader's death (Kubernetes' own 15 s / 10 s / 2 s take up to 19 s), and a
-// leader that cannot renew for 8 s steps down.
+// The leader election's defaults: a standby leads at most 18.6 s after the
+// leader's death, usually about 14 s (Kubernetes' own 15 s / 10 s / 2 s
+// take up to 23.8 s), and a leader that cannot renew for 8 s steps down.
+// With client-go's jitter a standby tries every 1.5–3.3 s.
 const (
 	DefaultLeaseDuration = 12 * time.Second
 	DefaultRenewDeadline = 8 * time.Second
-	DefaultRetryPeriod   = 2 * time.Second
+	DefaultRetryPeriod   = 1500 * time.Millisecond
 )
 
 // Options are the manager's command-line options.
@@ -74,8 +75,9 @@ type Options struct {
 	LeaderElection          bool
 	LeaderElectionNamespace string
 	// LeaseDuration, RenewDeadline and RetryPeriod time the leader
-	// election: a standby takes over at most about LeaseDuration plus two
-	// RetryPeriods after the leader dies without releasing the Lease.
+	// election: a standby takes over at most LeaseDuration plus two of its
+	// tries' intervals after the leader dies without releasing the Lease
+	// (client-go jitters each to 1–2.2 RetryPeriods).
 	LeaseDuration           time.Duration
 	RenewDeadline           time.Duration
 	RetryPeriod             time.Duration

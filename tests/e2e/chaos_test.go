@@ -32,8 +32,9 @@ const (
 	chaosSeedEnv = "DBPILOT_CHAOS_SEED"
 	// takeoverGoal is the longest a standby manager may take to lead after
 	// the leader is killed (the goal): the Lease's 12 s duration,
-	// up to two 2 s retry periods (the standby's last look at the Lease,
-	// then its next try), and slack for a busy machine.
+	// and two of the standby's tries' intervals (its last look at the Lease,
+	// then its next try), 1.5 s each and jittered to up to 3.3 s: 18.6 s at
+	// the very worst, and slack for a busy machine.
 	takeoverGoal = 20 * time.Second
 )
 
