@@ -145,7 +145,7 @@ func (r *DatabaseReconciler) writeServerCertificate(ctx context.Context, db *dbp
 // Secret does not exist.
 func (r *DatabaseReconciler) certificateAuthority(ctx context.Context, db *dbpilotv1alpha1.Database, now time.Time) (pki.KeyPair, error) {
 	key := client.ObjectKey{Namespace: db.Namespace, Name: db.CertificateAuthoritySecretName()}
-	authority, problem, err := r.authority(ctx, key, db.Name+"."+db.Namespace+" certificate authority", now,
+	authority, problem, err := r.authority(ctx, db, key, db.Name+"."+db.Namespace+" certificate authority", now,
 		func(authority pki.KeyPair) *corev1.Secret { return desired.CertificateAuthoritySecret(db, authority) })
 	if err == nil && problem != "" {
 		err = fmt.Errorf("the certificate authority in Secret %s (keys %s and %s) cannot sign the server certificate: %s; delete it for dbpilot to create a new authority",
@@ -155,10 +155,11 @@ func (r *DatabaseReconciler) certificateAuthority(ctx context.Context, db *dbpil
 }
 
 // authority reads the authority in the Secret of key, creating one named
-// commonName in the Secret secretFor makes when it does not exist (one of
-// the user's is read and never written); problem says why it cannot sign
+// commonName in the Secret secretFor makes when it does not exist, and
+// renewing it a year before it expires (renewOwnAuthority; one of the
+// user's is read and never written); problem says why it cannot sign
 // (never overwritten).
-func (r *DatabaseReconciler) authority(ctx context.Context, key client.ObjectKey, commonName string, now time.Time, secretFor func(pki.KeyPair) *corev1.Secret) (authority pki.KeyPair, problem string, err error) {
+func (r *DatabaseReconciler) authority(ctx context.Context, db *dbpilotv1alpha1.Database, key client.ObjectKey, commonName string, now time.Time, secretFor func(pki.KeyPair) *corev1.Secret) (authority pki.KeyPair, problem string, err error) {
 	secret, _, err := r.createOrReadSecret(ctx, key, func() (*corev1.Secret, error) {
 		authority, err := pki.NewAuthority(commonName, now)
 		if err != nil {
@@ -170,6 +171,9 @@ func (r *DatabaseReconciler) authority(ctx context.Context, key client.ObjectKey
 		return pki.KeyPair{}, "", err
 	}
 	authority = pki.KeyPair{CertPEM: secret.Data[layout.KeyCACert], KeyPEM: secret.Data[layout.KeyCAKey]}
+	if authority, err = r.renewOwnAuthority(ctx, db, secret, authority, commonName, now); err != nil {
+		return pki.KeyPair{}, "", err
+	}
 	if problem := pki.AuthorityProblem(authority, now); problem != "" {
 		return pki.KeyPair{}, problem, nil
 	}

@@ -148,4 +148,10 @@ const (
 	EventReasonCertificateAuthorityAdded   = "CertificateAuthorityAdded"
 	EventReasonCertificateAuthorityRetired = "CertificateAuthorityRetired"
 	EventReasonCertificateStagingTimedOut  = "CertificateStagingTimedOut"
+	// EventReasonCertificateAuthorityRenewed: dbpilot's own authority of
+	// the server certificate was issued again with its key, a year before
+	// it expired; EventReasonClientCertificateAuthorityRenewed: so was its
+	// own authority of the client certificates.
+	EventReasonCertificateAuthorityRenewed       = "CertificateAuthorityRenewed"
+	EventReasonClientCertificateAuthorityRenewed = "ClientCertificateAuthorityRenewed"
 )

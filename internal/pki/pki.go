@@ -33,6 +33,8 @@ const (
 	RenewBefore = 30 * 24 * time.Hour
 	// backdate covers clocks a little behind the issuer's.
 	backdate = 5 * time.Minute
+	// organization is the organization of every subject dbpilot names.
+	organization = "dbpilot"
 )
 
 // KeyPair is a certificate and its private key, PEM-encoded.
@@ -48,19 +50,30 @@ func NewAuthority(commonName string, now time.Time) (KeyPair, error) {
 	if err != nil {
 		return KeyPair{}, err
 	}
-	template, err := certificateTemplate(commonName, now, AuthorityValidity)
+	template, err := authorityTemplate(commonName, now)
 	if err != nil {
 		return KeyPair{}, err
 	}
-	template.IsCA = true
-	template.BasicConstraintsValid = true
-	template.MaxPathLenZero = true
-	template.KeyUsage = x509.KeyUsageCertSign | x509.KeyUsageCRLSign
 	der, err := x509.CreateCertificate(rand.Reader, template, template, key.Public(), key)
 	if err != nil {
 		return KeyPair{}, err
 	}
 	return encode(der, key)
+}
+
+// authorityTemplate is the certificate of an authority named commonName,
+// valid from now for AuthorityValidity, that signs certificates and no
+// other authority.
+func authorityTemplate(commonName string, now time.Time) (*x509.Certificate, error) {
+	template, err := certificateTemplate(commonName, now, AuthorityValidity)
+	if err != nil {
+		return nil, err
+	}
+	template.IsCA = true
+	template.BasicConstraintsValid = true
+	template.MaxPathLenZero = true
+	template.KeyUsage = x509.KeyUsageCertSign | x509.KeyUsageCRLSign
+	return template, nil
 }
 
 // IssueServer signs a server certificate for names (DNS names, or IP
@@ -258,7 +271,7 @@ func certificateTemplate(commonName string, now time.Time, validity time.Duratio
 	}
 	return &x509.Certificate{
 		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: commonName, Organization: []string{"dbpilot"}},
+		Subject:      pkix.Name{CommonName: commonName, Organization: []string{organization}},
 		NotBefore:    now.Add(-backdate),
 		NotAfter:     now.Add(validity),
 	}, nil

@@ -1,0 +1,96 @@
+package pki
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestRenewedAuthorityVerifiesBothWays renews an authority near its end
+// and serves TLS across the renewal: a certificate issued before verifies
+// against the renewed authority, and one issued after against the former
+// copy, until it expires.
+func TestRenewedAuthorityVerifiesBothWays(t *testing.T) {
+	issuedAt := now.Add(-AuthorityValidity + 100*24*time.Hour) // 100 days left
+	former, err := NewAuthority("orders.shop certificate authority", issuedAt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	renewed, err := RenewAuthority(former, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(renewed.KeyPEM, former.KeyPEM) {
+		t.Error("the renewed authority has another key")
+	}
+	if bytes.Equal(renewed.CertPEM, former.CertPEM) {
+		t.Fatal("the certificate was not issued again")
+	}
+	formerCert, renewedCert := parsedCertificate(t, former), parsedCertificate(t, renewed)
+	if renewedCert.Subject.String() != formerCert.Subject.String() || !bytes.Equal(renewedCert.SubjectKeyId, formerCert.SubjectKeyId) {
+		t.Errorf("subject %q (key id %x), want %q (%x)", renewedCert.Subject, renewedCert.SubjectKeyId, formerCert.Subject, formerCert.SubjectKeyId)
+	}
+	if !renewedCert.NotAfter.Equal(now.Add(AuthorityValidity).Truncate(time.Second)) || !renewedCert.IsCA {
+		t.Errorf("renewed: expires %s, authority %t", renewedCert.NotAfter, renewedCert.IsCA)
+	}
+	if problem := AuthorityProblem(renewed, now); problem != "" {
+		t.Errorf("the renewed authority cannot sign: %s", problem)
+	}
+
+	before := server(t, former, names, now.Add(-time.Hour))
+	after := server(t, renewed, names, now)
+	for _, c := range []struct {
+		name          string
+		pair, trusted KeyPair
+	}{
+		{"issued before, the renewed copy trusted", before, renewed},
+		{"issued after, the former copy trusted", after, former},
+		{"issued after, the renewed copy trusted", after, renewed},
+	} {
+		if err := handshake(t, c.pair, c.trusted, "orders-rw"); err != nil {
+			t.Errorf("%s: %v", c.name, err)
+		}
+	}
+	other, err := NewAuthority("orders.shop certificate authority", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := handshake(t, after, other, "orders-rw"); err == nil {
+		t.Error("an authority of the same name with another key verified the certificate")
+	}
+}
+
+func TestAuthorityRenewal(t *testing.T) {
+	const name = "orders.shop certificate authority"
+	ca, err := NewAuthority(name, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	due := now.Add(AuthorityValidity - AuthorityRenewBefore)
+	users, err := NewAuthority("the user's", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stranger := ca
+	stranger.KeyPEM = users.KeyPEM
+	for _, c := range []struct {
+		name      string
+		authority KeyPair
+		at        time.Time
+		reason    string
+		renewAt   time.Time
+	}{
+		{"new", ca, now, "", due},
+		{"a minute before its year", ca, due.Add(-time.Minute), "", due},
+		{"in its last year", ca, due, "it expires at 2036-11-22T12:00:00Z", time.Time{}},
+		{"expired", ca, now.Add(AuthorityValidity + time.Hour), "it expires at 2036", time.Time{}},
+		{"another name: the user's", users, due, "", time.Time{}},
+		{"another key", stranger, due, "", time.Time{}},
+	} {
+		reason, renewAt := AuthorityRenewal(c.authority, name, c.at)
+		if !strings.HasPrefix(reason, c.reason) || (c.reason == "") != (reason == "") || !renewAt.Equal(c.renewAt.Truncate(time.Second)) {
+			t.Errorf("%s: reason %q renewAt %s, want %q and %s", c.name, reason, renewAt, c.reason, c.renewAt)
+		}
+	}
+}

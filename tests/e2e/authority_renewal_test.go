@@ -1,0 +1,79 @@
+package e2e_test
+
+import (
+	"context"
+	"crypto/x509"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
+	"github.com/dbpilot/dbpilot/instance/layout"
+	"github.com/dbpilot/dbpilot/internal/pki"
+)
+
+// TestOwnAuthoritiesRenewedInTheirLastYear gives a Database's own
+// authorities, the server's and the client certificates', a copy of their
+// certificate that expires in 100 days, as dbpilot's first ones will in
+// their tenth year: dbpilot issues each again with its key and subject,
+// valid 10 years, with an Event; the pods' Secret ends up trusting the
+// renewed server authority, and the certificate they serve, not issued
+// again, verifies with it. (A user's authority of another name, near its
+// end too, is never renewed: TestApplicationClientCertificate.)
+func TestOwnAuthoritiesRenewedInTheirLastYear(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := restrictedNamespace(t, "authority-renewal")
+	startOperator(t, ns)
+
+	db := newDatabase(ns, "ledger", dbpilotv1alpha1.EnginePostgres)
+	g.Expect(k8sClient.Create(ctx, db)).To(Succeed())
+	waitConverged(g, db)
+	served := serverCertificate(g, db, authorityOf(g, db).Data[layout.KeyCACert])
+
+	type own struct {
+		key     client.ObjectKey
+		caKey   []byte
+		subject string
+		what    string
+	}
+	var authorities []own
+	for i, secret := range []*corev1.Secret{authorityOf(g, db), clientAuthorityOf(g, db)} {
+		cert, err := x509.ParseCertificate(pemBytes(g, secret.Data[layout.KeyCACert]))
+		g.Expect(err).NotTo(HaveOccurred())
+		expiring := sameKeyAuthority(g, pki.KeyPair{CertPEM: secret.Data[layout.KeyCACert], KeyPEM: secret.Data[layout.KeyCAKey]}, time.Now().Add(100*24*time.Hour))
+		secret.Data[layout.KeyCACert] = expiring
+		g.Expect(k8sClient.Update(ctx, secret)).To(Succeed())
+		authorities = append(authorities, own{key: client.ObjectKeyFromObject(secret), caKey: secret.Data[layout.KeyCAKey], subject: cert.Subject.String(),
+			what: []string{"certificate authority", "client certificate authority"}[i]})
+	}
+
+	for _, a := range authorities {
+		g.Eventually(func(g Gomega) {
+			secret := &corev1.Secret{}
+			g.Expect(k8sClient.Get(ctx, a.key, secret)).To(Succeed())
+			g.Expect(secret.Data[layout.KeyCAKey]).To(Equal(a.caKey), "%s keeps its key", a.key.Name)
+			cert, err := x509.ParseCertificate(pemBytes(g, secret.Data[layout.KeyCACert]))
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(cert.Subject.String()).To(Equal(a.subject))
+			g.Expect(cert.NotAfter).To(BeTemporally("~", time.Now().Add(pki.AuthorityValidity), time.Hour), "%s renewed for 10 years", a.key.Name)
+		}, convergeTimeout, pollInterval).Should(Succeed())
+		g.Eventually(func(g Gomega) []string { return eventNotes(g, db) }, convergeTimeout, pollInterval).
+			Should(ContainElement(ContainSubstring("Renewed the " + a.what + " in Secret " + a.key.Name + " with its key")))
+	}
+
+	// The pods' Secret trusts the renewed server authority, staged; the
+	// certificate it serves was not issued again: the same key signed it.
+	renewed := authorityOf(g, db).Data[layout.KeyCACert]
+	g.Eventually(func(g Gomega) {
+		g.Expect(serverCertificate(g, db, renewed).Raw).To(Equal(served.Raw))
+	}, convergeTimeout, pollInterval).Should(Succeed())
+	g.Expect(eventReasons(g, db)).To(ContainElements(dbpilotv1alpha1.EventReasonCertificateAuthorityRenewed, dbpilotv1alpha1.EventReasonClientCertificateAuthorityRenewed,
+		dbpilotv1alpha1.EventReasonCertificateAuthorityAdded, dbpilotv1alpha1.EventReasonCertificateAuthorityRetired))
+	waitConverged(g, db)
+	g.Expect(findCondition(db, dbpilotv1alpha1.ConditionDegraded).Status).To(BeEquivalentTo("False"))
+}
