@@ -23,6 +23,16 @@ import (
 // at again within the manager's resync period (hours), well inside the
 // year.
 func (r *DatabaseReconciler) renewOwnAuthority(ctx context.Context, db *dbpilotv1alpha1.Database, secret *corev1.Secret, authority pki.KeyPair, commonName string, now time.Time) (pki.KeyPair, error) {
+	if reason, _ := pki.AuthorityRenewal(authority, commonName, now); reason == "" {
+		return authority, nil
+	}
+	// The cache may not hold the renewal of a pass just before: the API
+	// server tells whether it is still due.
+	fresh := &corev1.Secret{}
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(secret), fresh); err != nil {
+		return pki.KeyPair{}, fmt.Errorf("reading Secret %s: %w", secret.Name, err)
+	}
+	authority = pki.KeyPair{CertPEM: fresh.Data[layout.KeyCACert], KeyPEM: fresh.Data[layout.KeyCAKey]}
 	reason, _ := pki.AuthorityRenewal(authority, commonName, now)
 	if reason == "" {
 		return authority, nil
@@ -31,7 +41,7 @@ func (r *DatabaseReconciler) renewOwnAuthority(ctx context.Context, db *dbpilotv
 	if err != nil {
 		return pki.KeyPair{}, fmt.Errorf("renewing the certificate authority in Secret %s: %w", secret.Name, err)
 	}
-	updated := secret.DeepCopy()
+	updated := fresh.DeepCopy()
 	updated.Data[layout.KeyCACert] = renewed.CertPEM
 	if err := r.Client.Update(ctx, updated, client.FieldOwner(FieldOwner)); err != nil {
 		return pki.KeyPair{}, fmt.Errorf("writing Secret %s: %w", secret.Name, err)
