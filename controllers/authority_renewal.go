@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
@@ -19,10 +20,24 @@ import (
 // certificates it signed verify with either copy, so clients that keep the
 // former go on verifying until it expires, and the pods' Secret takes the
 // renewed one in the staged steps of any new authority. An authority of
-// another name is the user's: read, never written. The Database is looked
-// at again within the manager's resync period (hours), well inside the
-// year.
-func (r *DatabaseReconciler) renewOwnAuthority(ctx context.Context, db *dbpilotv1alpha1.Database, secret *corev1.Secret, authority pki.KeyPair, commonName string, now time.Time) (pki.KeyPair, error) {
+// another name is the user's: read, never written. A renewal that fails
+// holds back nothing else: a Warning Event says why, and the authority
+// serves as it is until it is renewed. The Database is looked at again
+// within the manager's resync period (hours), well inside the year.
+func (r *DatabaseReconciler) renewOwnAuthority(ctx context.Context, db *dbpilotv1alpha1.Database, secret *corev1.Secret, authority pki.KeyPair, commonName string, now time.Time) pki.KeyPair {
+	renewed, err := r.renewAuthoritySecret(ctx, db, secret, authority, commonName, now)
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Renewing an authority of dbpilot's own", "secret", secret.Name)
+		r.Recorder.Eventf(db, nil, corev1.EventTypeWarning, dbpilotv1alpha1.EventReasonCertificateAuthorityRenewalFailed, "RenewAuthority",
+			"Could not renew the authority in Secret %s: %v", secret.Name, err)
+		return authority
+	}
+	return renewed
+}
+
+// renewAuthoritySecret is renewOwnAuthority's renewal: the authority it
+// serves with from now, or the error that kept it from renewing.
+func (r *DatabaseReconciler) renewAuthoritySecret(ctx context.Context, db *dbpilotv1alpha1.Database, secret *corev1.Secret, authority pki.KeyPair, commonName string, now time.Time) (pki.KeyPair, error) {
 	if reason, _ := pki.AuthorityRenewal(authority, commonName, now); reason == "" {
 		return authority, nil
 	}
@@ -53,7 +68,7 @@ func (r *DatabaseReconciler) renewOwnAuthority(ctx context.Context, db *dbpilotv
 		eventReason, action, what = dbpilotv1alpha1.EventReasonClientCertificateAuthorityRenewed, "RenewClientAuthority", "client certificate authority"
 	}
 	r.Recorder.Eventf(db, nil, corev1.EventTypeNormal, eventReason, action,
-		"Renewed the %s in Secret %s with its key, valid %d years from now (%s): clients that keep the former copy verify with it until then",
+		"Renewed the %s in Secret %s with its key for %d years (the former certificate %s; clients that keep it verify with it until then)",
 		what, secret.Name, int(pki.AuthorityValidity/(365*24*time.Hour)), reason)
 	return renewed, nil
 }

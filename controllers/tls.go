@@ -171,9 +171,7 @@ func (r *DatabaseReconciler) authority(ctx context.Context, db *dbpilotv1alpha1.
 		return pki.KeyPair{}, "", err
 	}
 	authority = pki.KeyPair{CertPEM: secret.Data[layout.KeyCACert], KeyPEM: secret.Data[layout.KeyCAKey]}
-	if authority, err = r.renewOwnAuthority(ctx, db, secret, authority, commonName, now); err != nil {
-		return pki.KeyPair{}, "", err
-	}
+	authority = r.renewOwnAuthority(ctx, db, secret, authority, commonName, now)
 	if problem := pki.AuthorityProblem(authority, now); problem != "" {
 		return pki.KeyPair{}, problem, nil
 	}

@@ -152,6 +152,9 @@ const (
 	// the server certificate was issued again with its key, a year before
 	// it expired; EventReasonClientCertificateAuthorityRenewed: so was its
 	// own authority of the client certificates.
+	// EventReasonCertificateAuthorityRenewalFailed (Warning): renewing one
+	// failed; it serves as it is meanwhile.
 	EventReasonCertificateAuthorityRenewed       = "CertificateAuthorityRenewed"
 	EventReasonClientCertificateAuthorityRenewed = "ClientCertificateAuthorityRenewed"
+	EventReasonCertificateAuthorityRenewalFailed = "CertificateAuthorityRenewalFailed"
 )

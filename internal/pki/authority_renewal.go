@@ -15,21 +15,23 @@ import (
 const AuthorityRenewBefore = 365 * 24 * time.Hour
 
 // AuthorityRenewal says why dbpilot renews the authority it names
-// commonName: the authority is dbpilot's (its subject is the one
-// NewAuthority gives it, and its key is its certificate's) and it expires
-// within AuthorityRenewBefore of now, or has. Empty otherwise, with
+// commonName: the authority is dbpilot's (a self-signed certificate with
+// the subject NewAuthority gives it, its key its own) and it expires
+// within AuthorityRenewBefore of now, or has (reason: when). Empty
+// otherwise, with
 // renewAt when it will be due; zero for an authority that is not
 // dbpilot's, which is never renewed (the user's is never written).
 func AuthorityRenewal(authority KeyPair, commonName string, now time.Time) (reason string, renewAt time.Time) {
 	cert, _, err := authority.parse()
-	if err != nil || !cert.IsCA || cert.Subject.CommonName != commonName || !slices.Equal(cert.Subject.Organization, []string{organization}) {
+	if err != nil || !cert.IsCA || cert.Subject.CommonName != commonName || !slices.Equal(cert.Subject.Organization, []string{organization}) ||
+		!selfSigned(cert) {
 		return "", time.Time{}
 	}
 	renewAt = cert.NotAfter.Add(-AuthorityRenewBefore)
 	if now.Before(renewAt) {
 		return "", renewAt
 	}
-	return "it expires at " + cert.NotAfter.UTC().Format(time.RFC3339), time.Time{}
+	return "expires at " + cert.NotAfter.UTC().Format(time.RFC3339), time.Time{}
 }
 
 // RenewAuthority issues the authority's certificate again, with its key
@@ -49,7 +51,9 @@ func RenewAuthority(authority KeyPair, now time.Time) (KeyPair, error) {
 	if err != nil {
 		return KeyPair{}, err
 	}
-	template.Subject = cert.Subject
+	// The subject byte for byte: verifiers match a certificate's issuer
+	// to its authority's subject so.
+	template.RawSubject = cert.RawSubject
 	template.SubjectKeyId = cert.SubjectKeyId
 	der, err := x509.CreateCertificate(rand.Reader, template, template, key.Public(), key)
 	if err != nil {

@@ -2,6 +2,10 @@ package pki
 
 import (
 	"bytes"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
 	"strings"
 	"testing"
 	"time"
@@ -28,7 +32,7 @@ func TestRenewedAuthorityVerifiesBothWays(t *testing.T) {
 		t.Fatal("the certificate was not issued again")
 	}
 	formerCert, renewedCert := parsedCertificate(t, former), parsedCertificate(t, renewed)
-	if renewedCert.Subject.String() != formerCert.Subject.String() || !bytes.Equal(renewedCert.SubjectKeyId, formerCert.SubjectKeyId) {
+	if !bytes.Equal(renewedCert.RawSubject, formerCert.RawSubject) || !bytes.Equal(renewedCert.RawIssuer, formerCert.RawSubject) || !bytes.Equal(renewedCert.SubjectKeyId, formerCert.SubjectKeyId) {
 		t.Errorf("subject %q (key id %x), want %q (%x)", renewedCert.Subject, renewedCert.SubjectKeyId, formerCert.Subject, formerCert.SubjectKeyId)
 	}
 	if !renewedCert.NotAfter.Equal(now.Add(AuthorityValidity).Truncate(time.Second)) || !renewedCert.IsCA {
@@ -74,6 +78,27 @@ func TestAuthorityRenewal(t *testing.T) {
 	}
 	stranger := ca
 	stranger.KeyPEM = users.KeyPEM
+	// An authority with dbpilot's subject that another signed.
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	template, err := authorityTemplate(name, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	usersCert, usersKey, err := users.parse()
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.CreateCertificate(rand.Reader, template, usersCert, key.Public(), usersKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	intermediate, err := encode(der, key)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		name      string
 		authority KeyPair
@@ -83,10 +108,11 @@ func TestAuthorityRenewal(t *testing.T) {
 	}{
 		{"new", ca, now, "", due},
 		{"a minute before its year", ca, due.Add(-time.Minute), "", due},
-		{"in its last year", ca, due, "it expires at 2036-11-22T12:00:00Z", time.Time{}},
-		{"expired", ca, now.Add(AuthorityValidity + time.Hour), "it expires at 2036", time.Time{}},
+		{"in its last year", ca, due, "expires at 2036-11-22T12:00:00Z", time.Time{}},
+		{"expired", ca, now.Add(AuthorityValidity + time.Hour), "expires at 2036", time.Time{}},
 		{"another name: the user's", users, due, "", time.Time{}},
 		{"another key", stranger, due, "", time.Time{}},
+		{"dbpilot's subject, another's signature", intermediate, due, "", time.Time{}},
 	} {
 		reason, renewAt := AuthorityRenewal(c.authority, name, c.at)
 		if !strings.HasPrefix(reason, c.reason) || (c.reason == "") != (reason == "") || !renewAt.Equal(c.renewAt.Truncate(time.Second)) {

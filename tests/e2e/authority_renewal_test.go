@@ -8,6 +8,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
@@ -76,4 +77,33 @@ func TestOwnAuthoritiesRenewedInTheirLastYear(t *testing.T) {
 		dbpilotv1alpha1.EventReasonCertificateAuthorityAdded, dbpilotv1alpha1.EventReasonCertificateAuthorityRetired))
 	waitConverged(g, db)
 	g.Expect(findCondition(db, dbpilotv1alpha1.ConditionDegraded).Status).To(BeEquivalentTo("False"))
+}
+
+// TestAuthorityRenewalThatFailsHoldsNothingBack makes dbpilot's authority
+// Secret immutable, with a copy of its certificate in its last year: the
+// renewal fails with a Warning Event, and the Database goes on converging
+// (a scale-up) with the authority as it is.
+func TestAuthorityRenewalThatFailsHoldsNothingBack(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := restrictedNamespace(t, "authority-immutable")
+	startOperator(t, ns)
+
+	db := newDatabase(ns, "ledger", dbpilotv1alpha1.EnginePostgres)
+	g.Expect(k8sClient.Create(ctx, db)).To(Succeed())
+	waitConverged(g, db)
+
+	secret := authorityOf(g, db)
+	expiring := sameKeyAuthority(g, pki.KeyPair{CertPEM: secret.Data[layout.KeyCACert], KeyPEM: secret.Data[layout.KeyCAKey]}, time.Now().Add(100*24*time.Hour))
+	secret.Data[layout.KeyCACert] = expiring
+	secret.Immutable = ptr.To(true)
+	g.Expect(k8sClient.Update(ctx, secret)).To(Succeed())
+	g.Eventually(func(g Gomega) []string { return eventReasons(g, db) }, convergeTimeout, pollInterval).
+		Should(ContainElement(dbpilotv1alpha1.EventReasonCertificateAuthorityRenewalFailed))
+
+	update(g, db, func(db *dbpilotv1alpha1.Database) { db.Spec.Replicas = ptr.To[int32](2) })
+	waitConverged(g, db)
+	g.Expect(db.Status.ReadyReplicas).To(Equal(int32(2)))
+	g.Expect(authorityOf(g, db).Data[layout.KeyCACert]).To(Equal(expiring), "the authority serves as it is")
 }
