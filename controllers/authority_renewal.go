@@ -14,7 +14,28 @@ import (
 	"github.com/dbpilot/dbpilot/internal/pki"
 )
 
-// renewOwnAuthority issues an authority of dbpilot's own, named commonName,
+// ownAuthority is one of dbpilot's own authorities: the common name it
+// gives it, and what its renewal's Event calls it, with its reason and
+// action (each authority has its own: the recorder folds Events of the
+// same reason and action into one series, which keeps the first note).
+type ownAuthority struct {
+	commonName, what, eventReason, action string
+}
+
+// serverAuthority is the Database's authority of its server certificate.
+func serverAuthority(db *dbpilotv1alpha1.Database) ownAuthority {
+	return ownAuthority{commonName: db.Name + "." + db.Namespace + " certificate authority", what: "certificate authority",
+		eventReason: dbpilotv1alpha1.EventReasonCertificateAuthorityRenewed, action: "RenewAuthority"}
+}
+
+// clientCertificateAuthority is the Database's authority of its client
+// certificates.
+func clientCertificateAuthority(db *dbpilotv1alpha1.Database) ownAuthority {
+	return ownAuthority{commonName: db.Name + "." + db.Namespace + " client certificate authority", what: "client certificate authority",
+		eventReason: dbpilotv1alpha1.EventReasonClientCertificateAuthorityRenewed, action: "RenewClientAuthority"}
+}
+
+// renewOwnAuthority issues an authority of dbpilot's own (own),
 // again with its key in its Secret, a year before it expires
 // (pki.AuthorityRenewal): the server's certificates and the client
 // certificates it signed verify with either copy, so clients that keep the
@@ -24,12 +45,12 @@ import (
 // holds back nothing else: a Warning Event says why, and the authority
 // serves as it is until it is renewed. The Database is looked at again
 // within the manager's resync period (hours), well inside the year.
-func (r *DatabaseReconciler) renewOwnAuthority(ctx context.Context, db *dbpilotv1alpha1.Database, secret *corev1.Secret, authority pki.KeyPair, commonName string, now time.Time) pki.KeyPair {
-	renewed, err := r.renewAuthoritySecret(ctx, db, secret, authority, commonName, now)
+func (r *DatabaseReconciler) renewOwnAuthority(ctx context.Context, db *dbpilotv1alpha1.Database, secret *corev1.Secret, authority pki.KeyPair, own ownAuthority, now time.Time) pki.KeyPair {
+	renewed, err := r.renewAuthoritySecret(ctx, db, secret, authority, own, now)
 	if err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Renewing an authority of dbpilot's own", "secret", secret.Name)
-		r.Recorder.Eventf(db, nil, corev1.EventTypeWarning, dbpilotv1alpha1.EventReasonCertificateAuthorityRenewalFailed, "RenewAuthority",
-			"Could not renew the authority in Secret %s: %v", secret.Name, err)
+		r.Recorder.Eventf(db, nil, corev1.EventTypeWarning, dbpilotv1alpha1.EventReasonCertificateAuthorityRenewalFailed, own.action,
+			"Could not renew the %s in Secret %s: %v", own.what, secret.Name, err)
 		return authority
 	}
 	return renewed
@@ -37,8 +58,8 @@ func (r *DatabaseReconciler) renewOwnAuthority(ctx context.Context, db *dbpilotv
 
 // renewAuthoritySecret is renewOwnAuthority's renewal: the authority it
 // serves with from now, or the error that kept it from renewing.
-func (r *DatabaseReconciler) renewAuthoritySecret(ctx context.Context, db *dbpilotv1alpha1.Database, secret *corev1.Secret, authority pki.KeyPair, commonName string, now time.Time) (pki.KeyPair, error) {
-	if reason, _ := pki.AuthorityRenewal(authority, commonName, now); reason == "" {
+func (r *DatabaseReconciler) renewAuthoritySecret(ctx context.Context, db *dbpilotv1alpha1.Database, secret *corev1.Secret, authority pki.KeyPair, own ownAuthority, now time.Time) (pki.KeyPair, error) {
+	if reason, _ := pki.AuthorityRenewal(authority, own.commonName, now); reason == "" {
 		return authority, nil
 	}
 	// The cache may not hold the renewal of a pass just before: the API
@@ -48,7 +69,7 @@ func (r *DatabaseReconciler) renewAuthoritySecret(ctx context.Context, db *dbpil
 		return pki.KeyPair{}, fmt.Errorf("reading Secret %s: %w", secret.Name, err)
 	}
 	authority = pki.KeyPair{CertPEM: fresh.Data[layout.KeyCACert], KeyPEM: fresh.Data[layout.KeyCAKey]}
-	reason, _ := pki.AuthorityRenewal(authority, commonName, now)
+	reason, _ := pki.AuthorityRenewal(authority, own.commonName, now)
 	if reason == "" {
 		return authority, nil
 	}
@@ -61,14 +82,8 @@ func (r *DatabaseReconciler) renewAuthoritySecret(ctx context.Context, db *dbpil
 	if err := r.Client.Update(ctx, updated, client.FieldOwner(FieldOwner)); err != nil {
 		return pki.KeyPair{}, fmt.Errorf("writing Secret %s: %w", secret.Name, err)
 	}
-	// Each authority has its Event: the recorder folds those of the same
-	// reason and action into one series, which keeps the first note.
-	eventReason, action, what := dbpilotv1alpha1.EventReasonCertificateAuthorityRenewed, "RenewAuthority", "certificate authority"
-	if secret.Name == db.ClientAuthoritySecretName() {
-		eventReason, action, what = dbpilotv1alpha1.EventReasonClientCertificateAuthorityRenewed, "RenewClientAuthority", "client certificate authority"
-	}
-	r.Recorder.Eventf(db, nil, corev1.EventTypeNormal, eventReason, action,
+	r.Recorder.Eventf(db, nil, corev1.EventTypeNormal, own.eventReason, own.action,
 		"Renewed the %s in Secret %s with its key for %d years (the former certificate %s; clients that keep it verify with it until then)",
-		what, secret.Name, int(pki.AuthorityValidity/(365*24*time.Hour)), reason)
+		own.what, secret.Name, int(pki.AuthorityValidity/(365*24*time.Hour)), reason)
 	return renewed, nil
 }

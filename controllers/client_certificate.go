@@ -154,7 +154,7 @@ func certificateUserProblem(db *dbpilotv1alpha1.Database, user string) string {
 // cannot sign is a problem naming the Secret (never overwritten).
 func (r *DatabaseReconciler) clientAuthority(ctx context.Context, db *dbpilotv1alpha1.Database, now time.Time) (pki.KeyPair, string, error) {
 	key := client.ObjectKey{Namespace: db.Namespace, Name: db.ClientAuthoritySecretName()}
-	authority, problem, err := r.authority(ctx, db, key, db.Name+"."+db.Namespace+" client certificate authority", now,
+	authority, problem, err := r.authority(ctx, db, key, clientCertificateAuthority(db), now,
 		func(authority pki.KeyPair) *corev1.Secret { return desired.ClientAuthoritySecret(db, authority) })
 	if problem != "" {
 		problem = fmt.Sprintf("the client certificate authority in Secret %s (keys %s and %s) cannot sign the client certificate: %s; delete it for dbpilot to create a new authority",

@@ -145,7 +145,7 @@ func (r *DatabaseReconciler) writeServerCertificate(ctx context.Context, db *dbp
 // Secret does not exist.
 func (r *DatabaseReconciler) certificateAuthority(ctx context.Context, db *dbpilotv1alpha1.Database, now time.Time) (pki.KeyPair, error) {
 	key := client.ObjectKey{Namespace: db.Namespace, Name: db.CertificateAuthoritySecretName()}
-	authority, problem, err := r.authority(ctx, db, key, db.Name+"."+db.Namespace+" certificate authority", now,
+	authority, problem, err := r.authority(ctx, db, key, serverAuthority(db), now,
 		func(authority pki.KeyPair) *corev1.Secret { return desired.CertificateAuthoritySecret(db, authority) })
 	if err == nil && problem != "" {
 		err = fmt.Errorf("the certificate authority in Secret %s (keys %s and %s) cannot sign the server certificate: %s; delete it for dbpilot to create a new authority",
@@ -154,14 +154,14 @@ func (r *DatabaseReconciler) certificateAuthority(ctx context.Context, db *dbpil
 	return authority, err
 }
 
-// authority reads the authority in the Secret of key, creating one named
-// commonName in the Secret secretFor makes when it does not exist, and
+// authority reads the authority in the Secret of key, creating own in the
+// Secret secretFor makes when it does not exist, and
 // renewing it a year before it expires (renewOwnAuthority; one of the
 // user's is read and never written); problem says why it cannot sign
 // (never overwritten).
-func (r *DatabaseReconciler) authority(ctx context.Context, db *dbpilotv1alpha1.Database, key client.ObjectKey, commonName string, now time.Time, secretFor func(pki.KeyPair) *corev1.Secret) (authority pki.KeyPair, problem string, err error) {
+func (r *DatabaseReconciler) authority(ctx context.Context, db *dbpilotv1alpha1.Database, key client.ObjectKey, own ownAuthority, now time.Time, secretFor func(pki.KeyPair) *corev1.Secret) (authority pki.KeyPair, problem string, err error) {
 	secret, _, err := r.createOrReadSecret(ctx, key, func() (*corev1.Secret, error) {
-		authority, err := pki.NewAuthority(commonName, now)
+		authority, err := pki.NewAuthority(own.commonName, now)
 		if err != nil {
 			return nil, err
 		}
@@ -171,7 +171,7 @@ func (r *DatabaseReconciler) authority(ctx context.Context, db *dbpilotv1alpha1.
 		return pki.KeyPair{}, "", err
 	}
 	authority = pki.KeyPair{CertPEM: secret.Data[layout.KeyCACert], KeyPEM: secret.Data[layout.KeyCAKey]}
-	authority = r.renewOwnAuthority(ctx, db, secret, authority, commonName, now)
+	authority = r.renewOwnAuthority(ctx, db, secret, authority, own, now)
 	if problem := pki.AuthorityProblem(authority, now); problem != "" {
 		return pki.KeyPair{}, problem, nil
 	}
