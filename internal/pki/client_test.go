@@ -70,6 +70,7 @@ func TestClientRenewal(t *testing.T) {
 	}{
 		{"none", "there is none", KeyPair{}, ca, "app", now},
 		{"another authority", "did not sign", client, other, "app", now},
+		{"its authority's key under another name", "issuer is not", client, renamed(t, ca, "payments"), "app", now},
 		{"another user", "not the application user's", client, ca, "orders", now},
 		{"near its expiry", "it expires at", client, ca, "app", now.Add(ClientValidity - RenewBefore)},
 		{"a server's key", "not the certificate's", KeyPair{CertPEM: client.CertPEM, KeyPEM: server(t, ca, names, now).KeyPEM}, ca, "app", now},
@@ -80,6 +81,25 @@ func TestClientRenewal(t *testing.T) {
 			t.Errorf("%s: reason %q, renew at %v; want a reason with %q", tc.name, reason, renewAt, tc.want)
 		}
 	}
+}
+
+// renamed is an authority of ca's key and another common name: what it
+// signed verifies by signature, but a TLS peer looks its issuer up by name.
+func renamed(t *testing.T, ca KeyPair, name string) KeyPair {
+	t.Helper()
+	_, key, err := ca.parse()
+	if err != nil {
+		t.Fatal(err)
+	}
+	template, err := authorityTemplate(name, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.CreateCertificate(rand.Reader, template, template, key.Public(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return KeyPair{CertPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), KeyPEM: ca.KeyPEM}
 }
 
 // serverOfSubject is a server certificate whose subject is name alone, as

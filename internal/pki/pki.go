@@ -151,9 +151,10 @@ func ServerRenewal(server, authority KeyPair, names []string, now time.Time) (re
 	return renewalOf(cert, now)
 }
 
-// signedBy parses pair and checks that the authority signed it; reason
-// says why it is not so (there is no pair, it does not parse, its key is
-// not its certificate's, or another authority signed it).
+// signedBy parses pair and checks that the authority signed it and is
+// named its issuer, as a TLS peer builds the chain; reason says why it is
+// not so (there is no pair, it does not parse, its key is not its
+// certificate's, or another authority signed it or is named).
 func signedBy(pair, authority KeyPair) (cert *x509.Certificate, reason string) {
 	if len(pair.CertPEM) == 0 || len(pair.KeyPEM) == 0 {
 		return nil, "there is none"
@@ -168,6 +169,9 @@ func signedBy(pair, authority KeyPair) (cert *x509.Certificate, reason string) {
 	}
 	if err := cert.CheckSignatureFrom(caCert); err != nil {
 		return nil, "the certificate authority did not sign it"
+	}
+	if !bytes.Equal(cert.RawIssuer, caCert.RawSubject) {
+		return nil, "its issuer is not the certificate authority's name"
 	}
 	return cert, ""
 }
