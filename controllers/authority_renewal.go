@@ -15,16 +15,18 @@ import (
 )
 
 // ownAuthority is one of dbpilot's own authorities: the common name it
-// gives it, and what its renewal's Event calls it, with its reason and
-// action (each authority has its own: the recorder folds Events of the
-// same reason and action into one series, which keeps the first note).
+// gives it, and what its renewal's Event calls it and says of the former
+// copy, with its reason and action (each authority has its own: the
+// recorder folds Events of the same reason and action into one series,
+// which keeps the first note).
 type ownAuthority struct {
-	commonName, what, eventReason, action string
+	commonName, what, former, eventReason, action string
 }
 
 // serverAuthority is the Database's authority of its server certificate.
 func serverAuthority(db *dbpilotv1alpha1.Database) ownAuthority {
 	return ownAuthority{commonName: db.Name + "." + db.Namespace + " certificate authority", what: "certificate authority",
+		former:      "clients that keep it verify the servers with it until then",
 		eventReason: dbpilotv1alpha1.EventReasonCertificateAuthorityRenewed, action: "RenewAuthority"}
 }
 
@@ -32,6 +34,7 @@ func serverAuthority(db *dbpilotv1alpha1.Database) ownAuthority {
 // certificates.
 func clientCertificateAuthority(db *dbpilotv1alpha1.Database) ownAuthority {
 	return ownAuthority{commonName: db.Name + "." + db.Namespace + " client certificate authority", what: "client certificate authority",
+		former:      "the client certificates it signed verify with the renewed copy and are kept",
 		eventReason: dbpilotv1alpha1.EventReasonClientCertificateAuthorityRenewed, action: "RenewClientAuthority"}
 }
 
@@ -39,8 +42,10 @@ func clientCertificateAuthority(db *dbpilotv1alpha1.Database) ownAuthority {
 // again with its key in its Secret, a year before it expires
 // (pki.AuthorityRenewal): the server's certificates and the client
 // certificates it signed verify with either copy, so clients that keep the
-// former go on verifying until it expires, and the pods' Secret takes the
-// renewed one in the staged steps of any new authority. An authority of
+// former go on verifying until it expires, and none is issued again; the
+// pods' Secret takes a renewed server authority in the staged steps of any
+// new authority, a renewed client authority in place of the former copy
+// (stageClientAuthority). An authority of
 // another name is the user's: read, never written. A renewal that fails
 // holds back nothing else: a Warning Event says why, and the authority
 // serves as it is until it is renewed. The Database is looked at again
@@ -83,7 +88,7 @@ func (r *DatabaseReconciler) renewAuthoritySecret(ctx context.Context, db *dbpil
 		return pki.KeyPair{}, fmt.Errorf("writing Secret %s: %w", secret.Name, err)
 	}
 	r.Recorder.Eventf(db, nil, corev1.EventTypeNormal, own.eventReason, own.action,
-		"Renewed the %s in Secret %s with its key for %d years (the former certificate %s; clients that keep it verify with it until then)",
-		own.what, secret.Name, int(pki.AuthorityValidity/(365*24*time.Hour)), reason)
+		"Renewed the %s in Secret %s with its key for %d years (the former certificate %s; %s)",
+		own.what, secret.Name, int(pki.AuthorityValidity/(365*24*time.Hour)), reason, own.former)
 	return renewed, nil
 }

@@ -37,7 +37,9 @@ func (r *DatabaseReconciler) reconcileClientAuthority(ctx context.Context, s *sc
 
 // reconcileClientCertificate keeps the application user's client
 // certificate in <name>-app-tls: issued when it is missing, not the
-// user's or not the client authority's, and pki.RenewBefore its expiry.
+// user's or not the client authority's, and pki.RenewBefore its expiry;
+// a renewed copy of its authority is written beside it, and the
+// certificate kept.
 // One from a former authority is issued again only once every pod's
 // engine verifies with the new one (s.clientAuthorityTrusted), so that
 // the new certificate is never refused. Whether the certificate is
@@ -83,12 +85,20 @@ func (r *DatabaseReconciler) reconcileClientCertificate(ctx context.Context, s *
 	switch {
 	case reason == "" && bytes.Equal(current.Data[layout.KeyCACert], authority.CertPEM):
 		return ctrl.Result{RequeueAfter: renewAt.Sub(now)}, nil
+	case reason == "":
+		// The authority's certificate changed, not its key or name (dbpilot
+		// renewed it): the certificate verifies with either copy, so
+		// clients keep it and take the copy beside it.
+		updated := current.DeepCopy()
+		updated.Data[layout.KeyCACert] = authority.CertPEM
+		if err := r.Client.Update(ctx, updated, client.FieldOwner(FieldOwner)); err != nil {
+			return ctrl.Result{}, fmt.Errorf("writing Secret %s: %w", key.Name, err)
+		}
+		return ctrl.Result{RequeueAfter: renewAt.Sub(now)}, nil
 	case len(held.CertPEM) != 0 && !s.clientAuthorityTrusted:
 		// Clients keep the certificate they have until every pod
 		// verifies the new one; stageClientAuthority looks again.
 		return ctrl.Result{}, nil
-	case reason == "":
-		reason = "its authority's certificate changed"
 	}
 	issued, err := pki.IssueClient(authority, s.applicationUser, now)
 	if err != nil {

@@ -133,7 +133,8 @@ const (
 	EventReasonClientCertificateIssued = "ClientCertificateIssued"
 	// EventReasonClientCertificateAuthorityTrusted: the server certificate
 	// Secret the pods mount took the client authority's certificate
-	// (beside the former one's, when it was replaced);
+	// (beside the former one's, when it was replaced; in its place, when
+	// it is a renewed copy);
 	// EventReasonClientCertificateAuthorityRetired: the former client
 	// authority was dropped, a while after the application user's
 	// certificate was issued from the new one.

@@ -1,6 +1,7 @@
 package pki
 
 import (
+	"bytes"
 	"crypto/rand"
 	"crypto/x509"
 	"encoding/pem"
@@ -60,4 +61,23 @@ func RenewAuthority(authority KeyPair, now time.Time) (KeyPair, error) {
 		return KeyPair{}, err
 	}
 	return KeyPair{CertPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), KeyPEM: authority.KeyPEM}, nil
+}
+
+// CopiesOf reports whether every certificate of bundle, one at least, is
+// a copy of authority's (its subject and public key), as RenewAuthority
+// issues them: what one copy verifies, every copy does, each while it is
+// valid.
+func CopiesOf(bundle, authority []byte) bool {
+	want, err := parseLeaf(authority)
+	if err != nil {
+		return false
+	}
+	ders := bundleCertificates(bundle)
+	for _, der := range ders {
+		cert, err := x509.ParseCertificate(der)
+		if err != nil || !bytes.Equal(cert.RawSubject, want.RawSubject) || !bytes.Equal(cert.RawSubjectPublicKeyInfo, want.RawSubjectPublicKeyInfo) {
+			return false
+		}
+	}
+	return len(ders) > 0
 }

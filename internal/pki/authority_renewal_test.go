@@ -120,3 +120,35 @@ func TestAuthorityRenewal(t *testing.T) {
 		}
 	}
 }
+
+func TestCopiesOf(t *testing.T) {
+	former, err := NewAuthority("orders.shop client certificate authority", now.Add(-AuthorityValidity+100*24*time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	renewed, err := RenewAuthority(former, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sameName, err := NewAuthority("orders.shop client certificate authority", now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name   string
+		bundle []byte
+		want   bool
+	}{
+		{"the former copy", former.CertPEM, true},
+		{"the former copy and the renewed one", JoinBundles(former.CertPEM, renewed.CertPEM), true},
+		{"itself", renewed.CertPEM, true},
+		{"nothing", nil, false},
+		{"another key of the same name", sameName.CertPEM, false},
+		{"the same key under another name", renamed(t, former, "payments").CertPEM, false},
+		{"a copy beside another authority", JoinBundles(former.CertPEM, sameName.CertPEM), false},
+	} {
+		if got := CopiesOf(c.bundle, renewed.CertPEM); got != c.want {
+			t.Errorf("%s: %t, want %t", c.name, got, c.want)
+		}
+	}
+}

@@ -22,8 +22,10 @@ import (
 // their tenth year: dbpilot issues each again with its key and subject,
 // valid 10 years, with an Event; the pods' Secret ends up trusting the
 // renewed server authority, and the certificate they serve, not issued
-// again, verifies with it. (A user's authority of another name, near its
-// end too, is never renewed: TestApplicationClientCertificate.)
+// again, verifies with it; it trusts the renewed client authority in
+// place of the former copy, and the application user's certificate, not
+// issued again either, carries it. (A user's authority of another name,
+// near its end too, is never renewed: TestApplicationClientCertificate.)
 func TestOwnAuthoritiesRenewedInTheirLastYear(t *testing.T) {
 	t.Parallel()
 	g := NewWithT(t)
@@ -35,6 +37,10 @@ func TestOwnAuthoritiesRenewedInTheirLastYear(t *testing.T) {
 	g.Expect(k8sClient.Create(ctx, db)).To(Succeed())
 	waitConverged(g, db)
 	served := serverCertificate(g, db, authorityOf(g, db).Data[layout.KeyCACert])
+	var application *x509.Certificate
+	g.Eventually(func(g Gomega) {
+		application = applicationCertificate(g, db, clientAuthorityOf(g, db).Data[layout.KeyCACert])
+	}, convergeTimeout, pollInterval).Should(Succeed())
 
 	type own struct {
 		key     client.ObjectKey
@@ -73,8 +79,18 @@ func TestOwnAuthoritiesRenewedInTheirLastYear(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		g.Expect(serverCertificate(g, db, renewed).Raw).To(Equal(served.Raw))
 	}, convergeTimeout, pollInterval).Should(Succeed())
-	g.Expect(eventReasons(g, db)).To(ContainElements(dbpilotv1alpha1.EventReasonCertificateAuthorityRenewed, dbpilotv1alpha1.EventReasonClientCertificateAuthorityRenewed,
+	// The client authority's renewed copy takes the former's place in the
+	// pods' Secret; the application user's certificate is kept beside it.
+	renewedClient := clientAuthorityOf(g, db).Data[layout.KeyCACert]
+	g.Eventually(func(g Gomega) {
+		g.Expect(applicationCertificate(g, db, renewedClient).Raw).To(Equal(application.Raw))
+	}, convergeTimeout, pollInterval).Should(Succeed())
+	g.Expect(eventNotes(g, db)).To(ContainElement(ContainSubstring("trusts the renewed client certificate authority of Secret ledger-client-ca in place of its former copy")))
+	reasons := eventReasons(g, db)
+	g.Expect(reasons).To(ContainElements(dbpilotv1alpha1.EventReasonCertificateAuthorityRenewed, dbpilotv1alpha1.EventReasonClientCertificateAuthorityRenewed,
 		dbpilotv1alpha1.EventReasonCertificateAuthorityAdded, dbpilotv1alpha1.EventReasonCertificateAuthorityRetired))
+	g.Expect(reasons).NotTo(ContainElements(dbpilotv1alpha1.EventReasonClientCertificateIssued, dbpilotv1alpha1.EventReasonClientCertificateAuthorityRetired),
+		"nothing to issue again or retire for a renewed copy")
 	waitConverged(g, db)
 	g.Expect(findCondition(db, dbpilotv1alpha1.ConditionDegraded).Status).To(BeEquivalentTo("False"))
 }
