@@ -3,8 +3,6 @@ package e2e_test
 import (
 	"bytes"
 	"context"
-	"crypto"
-	"crypto/rand"
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
@@ -20,6 +18,7 @@ import (
 	"github.com/dbpilot/dbpilot/controllers/desired"
 	"github.com/dbpilot/dbpilot/instance/layout"
 	"github.com/dbpilot/dbpilot/internal/pki"
+	"github.com/dbpilot/dbpilot/internal/pki/pkitest"
 )
 
 // applicationCertificate reads the application user's client certificate
@@ -218,17 +217,9 @@ func TestApplicationClientCertificate(t *testing.T) {
 // sameKeyAuthority is authority's certificate issued again with its own
 // key, expiring at notAfter.
 func sameKeyAuthority(g Gomega, authority pki.KeyPair, notAfter time.Time) []byte {
-	cert, err := x509.ParseCertificate(pemBytes(g, authority.CertPEM))
+	expiring, err := pkitest.ExpiringCopy(authority.CertPEM, authority.KeyPEM, notAfter)
 	g.Expect(err).NotTo(HaveOccurred())
-	key, err := x509.ParsePKCS8PrivateKey(pemBytes(g, authority.KeyPEM))
-	g.Expect(err).NotTo(HaveOccurred())
-	signer, ok := key.(crypto.Signer)
-	g.Expect(ok).To(BeTrue())
-	template := *cert
-	template.NotAfter = notAfter
-	der, err := x509.CreateCertificate(rand.Reader, &template, &template, signer.Public(), signer)
-	g.Expect(err).NotTo(HaveOccurred())
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+	return expiring
 }
 
 // clientCertificateExpiryMetric is the expiry series of the application

@@ -195,6 +195,12 @@ func connectPresenting(ctx context.Context, db *dbpilotv1alpha1.Database, at end
 	if certificate != nil {
 		config.Certificates = []tls.Certificate{*certificate}
 	}
+	return connectOver(ctx, db, at, user, password, config)
+}
+
+// connectOver opens a session to the endpoint as user with password over
+// TLS as config has it (no fallback to a session without TLS).
+func connectOver(ctx context.Context, db *dbpilotv1alpha1.Database, at endpoint, user, password string, config *tls.Config) (sqlSession, error) {
 	if db.Spec.Engine == dbpilotv1alpha1.EnginePostgres {
 		cfg, err := pgx.ParseConfig("sslmode=verify-full")
 		if err != nil {
@@ -275,6 +281,15 @@ func waitAvailable(g Gomega, db *dbpilotv1alpha1.Database, timeout time.Duration
 	return time.Since(start)
 }
 
+// nodeEngines are the engine versions the node has images for.
+var nodeEngines = []struct {
+	engine  dbpilotv1alpha1.Engine
+	version string
+}{
+	{dbpilotv1alpha1.EnginePostgres, "15"},
+	{dbpilotv1alpha1.EngineMariaDB, "10.11"},
+}
+
 // TestDatabaseServesAndKeepsData creates a one-pod Database of each engine
 // the machine has images for, checks it turns Available only once the
 // engine really takes the application user's sessions through the -rw
@@ -282,13 +297,7 @@ func waitAvailable(g Gomega, db *dbpilotv1alpha1.Database, timeout time.Duration
 // new pod on the same volume.
 func TestDatabaseServesAndKeepsData(t *testing.T) {
 	besideOtherTests(t, 500) // one small pod at a time
-	for _, tc := range []struct {
-		engine  dbpilotv1alpha1.Engine
-		version string
-	}{
-		{dbpilotv1alpha1.EnginePostgres, "15"},
-		{dbpilotv1alpha1.EngineMariaDB, "10.11"},
-	} {
+	for _, tc := range nodeEngines {
 		t.Run(string(tc.engine), func(t *testing.T) {
 			g := NewWithT(t)
 			ctx := context.Background()
