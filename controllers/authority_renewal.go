@@ -43,9 +43,8 @@ func clientCertificateAuthority(db *dbpilotv1alpha1.Database) ownAuthority {
 // (pki.AuthorityRenewal): the server's certificates and the client
 // certificates it signed verify with either copy, so clients that keep the
 // former go on verifying until it expires, and none is issued again; the
-// pods' Secret takes a renewed server authority in the staged steps of any
-// new authority, a renewed client authority in place of the former copy
-// (stageClientAuthority). An authority of
+// pods' Secret trusts the renewed copy in place of the former at once
+// (stageServerCertificate, stageClientAuthority). An authority of
 // another name is the user's: read, never written. A renewal that fails
 // holds back nothing else: a Warning Event says why, and the authority
 // serves as it is until it is renewed. The Database is looked at again

@@ -40,7 +40,7 @@ func (r *DatabaseReconciler) clientAuthorityOverlap() time.Duration {
 // no client authority yet (one from before client certificates) takes it
 // at once: no engine verifies a client certificate with anything, so none
 // is refused that was not before; so does one that trusts copies of the
-// authority alone (pki.CopiesOf: dbpilot renewed it), in their place.
+// authority alone (pki.OneAuthority: it was renewed), in their place.
 func (r *DatabaseReconciler) stageClientAuthority(ctx context.Context, s *scope, current *corev1.Secret) (ctrl.Result, error) {
 	authority := s.clientAuthority.CertPEM
 	if authority == nil {
@@ -60,7 +60,7 @@ func (r *DatabaseReconciler) stageClientAuthority(ctx context.Context, s *scope,
 		return ctrl.Result{}, r.writeClientAuthorities(ctx, s, current, authority, dbpilotv1alpha1.EventReasonClientCertificateAuthorityTrusted, "TrustClientAuthority",
 			"Secret %s trusts the client certificate authority of Secret %s: the engines verify client certificates with it", name, s.db.ClientAuthoritySecretName())
 	}
-	if !bytes.Equal(trusted, authority) && pki.CopiesOf(trusted, authority) {
+	if !bytes.Equal(trusted, authority) && pki.OneAuthority(trusted, authority) {
 		// A renewed copy (renewOwnAuthority): what the former copies
 		// verify, it verifies, so it takes their place at once and no
 		// certificate is issued again.

@@ -91,7 +91,9 @@ type certificateChange struct {
 // step builds on: the operator's own trust follows the Secret at once, the
 // pods' as the kubelet updates their files, which their instance programs
 // report. A Secret that does not exist yet, or serves nothing, is written
-// as wanted at once.
+// as wanted at once, and so is a renewed copy of the authorities it
+// trusts (pki.OneAuthority), in their place, the served certificate
+// unchanged.
 func (r *DatabaseReconciler) stageServerCertificate(ctx context.Context, s *scope, current *corev1.Secret, change certificateChange) (ctrl.Result, error) {
 	db := s.db
 	served := pki.KeyPair{CertPEM: current.Data[layout.KeyTLSCert], KeyPEM: current.Data[layout.KeyTLSKey]}
@@ -106,6 +108,14 @@ func (r *DatabaseReconciler) stageServerCertificate(ctx context.Context, s *scop
 		return ctrl.Result{}, err
 	}
 	name := db.ServerCertificateSecretName()
+	if !change.changes && !bytes.Equal(trusted, change.authorities) && pki.OneAuthority(trusted, change.authorities) {
+		// A renewed copy of the authority: what the former copy verifies,
+		// it verifies, so it takes the former's place at once.
+		err := r.writeServerCertificate(ctx, db, current, desired.ServerCertificateSecret(db, served, change.authorities, s.clientAuthorities),
+			dbpilotv1alpha1.EventReasonCertificateAuthorityAdded, "TrustAuthority",
+			"Secret %s trusts the renewed copy of its certificate's authority in place of the former one: the certificate it serves verifies with either", name)
+		return ctrl.Result{}, err
+	}
 	switch certificateStepFor(trusted, change.authorities, change.changes) {
 	case stepTrust:
 		err := r.writeServerCertificate(ctx, db, current, desired.ServerCertificateSecret(db, served, pki.JoinBundles(trusted, change.authorities), s.clientAuthorities),

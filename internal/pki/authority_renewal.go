@@ -63,21 +63,27 @@ func RenewAuthority(authority KeyPair, now time.Time) (KeyPair, error) {
 	return KeyPair{CertPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), KeyPEM: authority.KeyPEM}, nil
 }
 
-// CopiesOf reports whether every certificate of bundle, one at least, is
-// a copy of authority's (its subject and public key), as RenewAuthority
-// issues them: what one copy verifies, every copy does, each while it is
-// valid.
-func CopiesOf(bundle, authority []byte) bool {
-	want, err := parseLeaf(authority)
-	if err != nil {
+// OneAuthority reports whether the certificates of the PEM bundles a and
+// b, one in each at least, are all copies of one authority's (its subject
+// and public key), as RenewAuthority issues them: what one copy verifies,
+// every copy does, each while it is valid.
+func OneAuthority(a, b []byte) bool {
+	ders, more := bundleCertificates(a), bundleCertificates(b)
+	if len(ders) == 0 || len(more) == 0 {
 		return false
 	}
-	ders := bundleCertificates(bundle)
-	for _, der := range ders {
+	var first *x509.Certificate
+	for _, der := range append(ders, more...) {
 		cert, err := x509.ParseCertificate(der)
-		if err != nil || !bytes.Equal(cert.RawSubject, want.RawSubject) || !bytes.Equal(cert.RawSubjectPublicKeyInfo, want.RawSubjectPublicKeyInfo) {
+		if err != nil {
+			return false
+		}
+		if first == nil {
+			first = cert
+		}
+		if !bytes.Equal(cert.RawSubject, first.RawSubject) || !bytes.Equal(cert.RawSubjectPublicKeyInfo, first.RawSubjectPublicKeyInfo) {
 			return false
 		}
 	}
-	return len(ders) > 0
+	return true
 }

@@ -121,7 +121,7 @@ func TestAuthorityRenewal(t *testing.T) {
 	}
 }
 
-func TestCopiesOf(t *testing.T) {
+func TestOneAuthority(t *testing.T) {
 	former, err := NewAuthority("orders.shop client certificate authority", now.Add(-AuthorityValidity+100*24*time.Hour))
 	if err != nil {
 		t.Fatal(err)
@@ -146,9 +146,13 @@ func TestCopiesOf(t *testing.T) {
 		{"another key of the same name", sameName.CertPEM, false},
 		{"the same key under another name", renamed(t, former, "payments").CertPEM, false},
 		{"a copy beside another authority", JoinBundles(former.CertPEM, sameName.CertPEM), false},
+		{"another authority beside a copy", JoinBundles(sameName.CertPEM, former.CertPEM), false},
 	} {
-		if got := CopiesOf(c.bundle, renewed.CertPEM); got != c.want {
+		if got := OneAuthority(c.bundle, renewed.CertPEM); got != c.want {
 			t.Errorf("%s: %t, want %t", c.name, got, c.want)
+		}
+		if got := OneAuthority(renewed.CertPEM, c.bundle); got != c.want {
+			t.Errorf("%s, the other way round: %t, want %t", c.name, got, c.want)
 		}
 	}
 }

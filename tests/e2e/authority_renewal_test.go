@@ -20,11 +20,10 @@ import (
 // authorities, the server's and the client certificates', a copy of their
 // certificate that expires in 100 days, as dbpilot's first ones will in
 // their tenth year: dbpilot issues each again with its key and subject,
-// valid 10 years, with an Event; the pods' Secret ends up trusting the
-// renewed server authority, and the certificate they serve, not issued
-// again, verifies with it; it trusts the renewed client authority in
-// place of the former copy, and the application user's certificate, not
-// issued again either, carries it. (A user's authority of another name,
+// valid 10 years, with an Event; the pods' Secret trusts each renewed
+// copy in place of the former at once; the certificate they serve, not
+// issued again, verifies with it, and the application user's
+// certificate, not issued again either, carries the client authority's. (A user's authority of another name,
 // near its end too, is never renewed: TestApplicationClientCertificate.)
 func TestOwnAuthoritiesRenewedInTheirLastYear(t *testing.T) {
 	t.Parallel()
@@ -73,8 +72,9 @@ func TestOwnAuthoritiesRenewedInTheirLastYear(t *testing.T) {
 			Should(ContainElement(ContainSubstring("Renewed the " + a.what + " in Secret " + a.key.Name + " with its key")))
 	}
 
-	// The pods' Secret trusts the renewed server authority, staged; the
-	// certificate it serves was not issued again: the same key signed it.
+	// The pods' Secret trusts the renewed server authority in place of the
+	// former copy; the certificate it serves was not issued again: the
+	// same key signed it.
 	renewed := authorityOf(g, db).Data[layout.KeyCACert]
 	g.Eventually(func(g Gomega) {
 		g.Expect(serverCertificate(g, db, renewed).Raw).To(Equal(served.Raw))
@@ -85,12 +85,16 @@ func TestOwnAuthoritiesRenewedInTheirLastYear(t *testing.T) {
 	g.Eventually(func(g Gomega) {
 		g.Expect(applicationCertificate(g, db, renewedClient).Raw).To(Equal(application.Raw))
 	}, convergeTimeout, pollInterval).Should(Succeed())
-	g.Expect(eventNotes(g, db)).To(ContainElement(ContainSubstring("trusts the renewed client certificate authority of Secret ledger-client-ca in place of its former copy")))
+	g.Expect(eventNotes(g, db)).To(ContainElements(
+		ContainSubstring("Secret ledger-tls trusts the renewed copy of its certificate's authority in place of the former one"),
+		ContainSubstring("trusts the renewed client certificate authority of Secret ledger-client-ca in place of its former copy")))
 	reasons := eventReasons(g, db)
 	g.Expect(reasons).To(ContainElements(dbpilotv1alpha1.EventReasonCertificateAuthorityRenewed, dbpilotv1alpha1.EventReasonClientCertificateAuthorityRenewed,
-		dbpilotv1alpha1.EventReasonCertificateAuthorityAdded, dbpilotv1alpha1.EventReasonCertificateAuthorityRetired))
-	g.Expect(reasons).NotTo(ContainElements(dbpilotv1alpha1.EventReasonClientCertificateIssued, dbpilotv1alpha1.EventReasonClientCertificateAuthorityRetired),
-		"nothing to issue again or retire for a renewed copy")
+		dbpilotv1alpha1.EventReasonCertificateAuthorityAdded, dbpilotv1alpha1.EventReasonClientCertificateAuthorityTrusted))
+	for _, reason := range []string{dbpilotv1alpha1.EventReasonCertificateIssued, dbpilotv1alpha1.EventReasonClientCertificateIssued,
+		dbpilotv1alpha1.EventReasonCertificateAuthorityRetired, dbpilotv1alpha1.EventReasonClientCertificateAuthorityRetired} {
+		g.Expect(reasons).NotTo(ContainElement(reason), "nothing to issue again or retire for a renewed copy")
+	}
 	waitConverged(g, db)
 	g.Expect(findCondition(db, dbpilotv1alpha1.ConditionDegraded).Status).To(BeEquivalentTo("False"))
 }

@@ -86,6 +86,7 @@ func testOwnAuthoritiesRenewed(t *testing.T, engine dbpilotv1alpha1.Engine, vers
 		}
 	})
 	defer probe.stop()
+	probe.waitRounds(g, 4) // sessions before
 
 	// Their tenth year: copies of each, with its key, that expire in 100
 	// days.
@@ -134,7 +135,7 @@ func testOwnAuthoritiesRenewed(t *testing.T, engine dbpilotv1alpha1.Engine, vers
 	t.Logf("%s: sessions across the renewal: %v, refused: %d", engine, sessions, len(refused))
 	g.Expect(refused).To(BeEmpty(), "sessions refused across the renewal")
 	for _, client := range []string{"kept", "following"} {
-		g.Expect(sessions[client]).To(BeNumerically(">=", 20), "the %s client kept connecting", client)
+		g.Expect(sessions[client]).To(BeNumerically(">=", 12), "the %s client kept connecting", client)
 	}
 
 	// The renewed copy alone verifies the server; and the engine verifies
