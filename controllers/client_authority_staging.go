@@ -65,7 +65,9 @@ func (r *DatabaseReconciler) stageClientAuthority(ctx context.Context, s *scope,
 		// verify, it verifies, so it takes their place at once and no
 		// certificate is issued again.
 		s.clientAuthorityTrusted = true
-		return ctrl.Result{}, r.writeClientAuthorities(ctx, s, current, authority, dbpilotv1alpha1.EventReasonClientCertificateAuthorityTrusted, "TrustClientAuthority",
+		// An action of its own: the recorder would fold it into an
+		// earlier series of the same reason and action, with that note.
+		return ctrl.Result{}, r.writeClientAuthorities(ctx, s, current, authority, dbpilotv1alpha1.EventReasonClientCertificateAuthorityTrusted, "TrustRenewedClientAuthority",
 			"Secret %s trusts the renewed client certificate authority of Secret %s in place of its former copy: the client certificates either signed verify with it", name, s.db.ClientAuthoritySecretName())
 	}
 	application, err := r.applicationCertificate(ctx, s.db)

@@ -110,9 +110,10 @@ func (r *DatabaseReconciler) stageServerCertificate(ctx context.Context, s *scop
 	name := db.ServerCertificateSecretName()
 	if !change.changes && !bytes.Equal(trusted, change.authorities) && pki.OneAuthority(trusted, change.authorities) {
 		// A renewed copy of the authority: what the former copy verifies,
-		// it verifies, so it takes the former's place at once.
+		// it verifies, so it takes the former's place at once (an action
+		// of its own, for an Event of its own: stageClientAuthority).
 		err := r.writeServerCertificate(ctx, db, current, desired.ServerCertificateSecret(db, served, change.authorities, s.clientAuthorities),
-			dbpilotv1alpha1.EventReasonCertificateAuthorityAdded, "TrustAuthority",
+			dbpilotv1alpha1.EventReasonCertificateAuthorityAdded, "TrustRenewedAuthority",
 			"Secret %s trusts the renewed copy of its certificate's authority in place of the former one: the certificate it serves verifies with either", name)
 		return ctrl.Result{}, err
 	}
