@@ -210,6 +210,19 @@ func TestProvidedServerCertificate(t *testing.T) {
 		return provided.ResourceVersion
 	}, 3*time.Second, pollInterval).Should(Equal(written), "the user's Secret is never written")
 
+	// Its issuer renewed with its key (cert-manager's CA issuer with
+	// rotationPolicy Never): the pods trust the renewed copy in place of
+	// the former at once, and serve the same certificate.
+	ca.CertPEM = sameKeyAuthority(g, ca, time.Now().Add(pki.AuthorityValidity))
+	fetch(g, provided)
+	provided.Data[layout.KeyCACert] = ca.CertPEM
+	g.Expect(k8sClient.Update(ctx, provided)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(serverCertificate(g, db, ca.CertPEM).Raw).To(Equal(pemBytes(g, renewed.CertPEM)))
+		g.Expect(eventNotes(g, db)).To(ContainElement(
+			"Secret billing-tls trusts the renewed copy of its certificate's authority in place of the former one: the certificate it serves verifies with either"))
+	}, convergeTimeout, pollInterval).Should(Succeed())
+
 	// The user's Secret deleted: the pods keep the copy they serve.
 	g.Expect(k8sClient.Delete(ctx, provided)).To(Succeed())
 	expectCertificateProblem(g, db, "spec.tls.serverCertificateSecretName: Secret billing-cert does not exist")
