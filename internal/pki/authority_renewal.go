@@ -64,9 +64,10 @@ func RenewAuthority(authority KeyPair, now time.Time) (KeyPair, error) {
 }
 
 // OneAuthority reports whether the certificates of the PEM bundles a and
-// b, one in each at least, are all copies of one authority's (its subject
-// and public key), as RenewAuthority issues them: what one copy verifies,
-// every copy does, each while it is valid.
+// b, one in each at least, are all copies of one authority's (its subject,
+// public key and key identifier), as RenewAuthority issues them: a TLS
+// peer finds the issuer of a certificate by name and key identifier, so
+// what one copy verifies, every copy does, each while it is valid.
 func OneAuthority(a, b []byte) bool {
 	ders, more := bundleCertificates(a), bundleCertificates(b)
 	if len(ders) == 0 || len(more) == 0 {
@@ -81,7 +82,8 @@ func OneAuthority(a, b []byte) bool {
 		if first == nil {
 			first = cert
 		}
-		if !bytes.Equal(cert.RawSubject, first.RawSubject) || !bytes.Equal(cert.RawSubjectPublicKeyInfo, first.RawSubjectPublicKeyInfo) {
+		if !bytes.Equal(cert.RawSubject, first.RawSubject) || !bytes.Equal(cert.RawSubjectPublicKeyInfo, first.RawSubjectPublicKeyInfo) ||
+			!bytes.Equal(cert.SubjectKeyId, first.SubjectKeyId) {
 			return false
 		}
 	}

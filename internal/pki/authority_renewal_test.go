@@ -145,6 +145,7 @@ func TestOneAuthority(t *testing.T) {
 		{"nothing", nil, false},
 		{"another key of the same name", sameName.CertPEM, false},
 		{"the same key under another name", renamed(t, former, "payments").CertPEM, false},
+		{"the same key and name under another key identifier", reidentified(t, former, "orders.shop client certificate authority").CertPEM, false},
 		{"a copy beside another authority", JoinBundles(former.CertPEM, sameName.CertPEM), false},
 		{"another authority beside a copy", JoinBundles(sameName.CertPEM, former.CertPEM), false},
 	} {

@@ -71,6 +71,7 @@ func TestClientRenewal(t *testing.T) {
 		{"none", "there is none", KeyPair{}, ca, "app", now},
 		{"another authority", "did not sign", client, other, "app", now},
 		{"its authority's key under another name", "issuer is not", client, renamed(t, ca, "payments"), "app", now},
+		{"its authority's key and name under another key identifier", "authority key identifier", client, reidentified(t, ca, "orders"), "app", now},
 		{"another user", "not the application user's", client, ca, "orders", now},
 		{"near its expiry", "it expires at", client, ca, "app", now.Add(ClientValidity - RenewBefore)},
 		{"a server's key", "not the certificate's", KeyPair{CertPEM: client.CertPEM, KeyPEM: server(t, ca, names, now).KeyPEM}, ca, "app", now},
@@ -87,6 +88,21 @@ func TestClientRenewal(t *testing.T) {
 // signed verifies by signature, but a TLS peer looks its issuer up by name.
 func renamed(t *testing.T, ca KeyPair, name string) KeyPair {
 	t.Helper()
+	return authorityOfKey(t, ca, name, nil)
+}
+
+// reidentified is an authority of ca's key, the common name name (ca's
+// own makes a copy of ca's subject) and another key identifier: a TLS peer
+// passes it over for a certificate that names ca's.
+func reidentified(t *testing.T, ca KeyPair, name string) KeyPair {
+	t.Helper()
+	return authorityOfKey(t, ca, name, []byte{1, 2, 3, 4})
+}
+
+// authorityOfKey is an authority of ca's key and the common name name, of the
+// key identifier keyID (Go's own when nil).
+func authorityOfKey(t *testing.T, ca KeyPair, name string, keyID []byte) KeyPair {
+	t.Helper()
 	_, key, err := ca.parse()
 	if err != nil {
 		t.Fatal(err)
@@ -95,6 +111,7 @@ func renamed(t *testing.T, ca KeyPair, name string) KeyPair {
 	if err != nil {
 		t.Fatal(err)
 	}
+	template.SubjectKeyId = keyID
 	der, err := x509.CreateCertificate(rand.Reader, template, template, key.Public(), key)
 	if err != nil {
 		t.Fatal(err)

@@ -152,9 +152,10 @@ func ServerRenewal(server, authority KeyPair, names []string, now time.Time) (re
 }
 
 // signedBy parses pair and checks that the authority signed it and is
-// named its issuer, as a TLS peer builds the chain; reason says why it is
-// not so (there is no pair, it does not parse, its key is not its
-// certificate's, or another authority signed it or is named).
+// named and identified its issuer, as a TLS peer builds the chain; reason
+// says why it is not so (there is no pair, it does not parse, its key is
+// not its certificate's, or another authority signed it or is named or
+// identified).
 func signedBy(pair, authority KeyPair) (cert *x509.Certificate, reason string) {
 	if len(pair.CertPEM) == 0 || len(pair.KeyPEM) == 0 {
 		return nil, "there is none"
@@ -172,6 +173,10 @@ func signedBy(pair, authority KeyPair) (cert *x509.Certificate, reason string) {
 	}
 	if !bytes.Equal(cert.RawIssuer, caCert.RawSubject) {
 		return nil, "its issuer is not the certificate authority's name"
+	}
+	if len(cert.AuthorityKeyId) > 0 && len(caCert.SubjectKeyId) > 0 && !bytes.Equal(cert.AuthorityKeyId, caCert.SubjectKeyId) {
+		// OpenSSL passes over an issuer of another key identifier.
+		return nil, "its authority key identifier is not the certificate authority's"
 	}
 	return cert, ""
 }
