@@ -84,17 +84,19 @@ func TestOwnAuthoritiesRenewedInTheirLastYear(t *testing.T) {
 	renewedClient := clientAuthorityOf(g, db).Data[layout.KeyCACert]
 	g.Eventually(func(g Gomega) {
 		g.Expect(applicationCertificate(g, db, renewedClient).Raw).To(Equal(application.Raw))
+		g.Expect(eventNotes(g, db)).To(ContainElements(
+			ContainSubstring("Secret ledger-tls trusts the renewed copy of its certificate's authority in place of the former one"),
+			ContainSubstring("trusts the renewed client certificate authority of Secret ledger-client-ca in place of its former copy")))
+		g.Expect(eventReasons(g, db)).To(ContainElements(dbpilotv1alpha1.EventReasonCertificateAuthorityRenewed, dbpilotv1alpha1.EventReasonClientCertificateAuthorityRenewed,
+			dbpilotv1alpha1.EventReasonCertificateAuthorityAdded, dbpilotv1alpha1.EventReasonClientCertificateAuthorityTrusted))
 	}, convergeTimeout, pollInterval).Should(Succeed())
-	g.Expect(eventNotes(g, db)).To(ContainElements(
-		ContainSubstring("Secret ledger-tls trusts the renewed copy of its certificate's authority in place of the former one"),
-		ContainSubstring("trusts the renewed client certificate authority of Secret ledger-client-ca in place of its former copy")))
-	reasons := eventReasons(g, db)
-	g.Expect(reasons).To(ContainElements(dbpilotv1alpha1.EventReasonCertificateAuthorityRenewed, dbpilotv1alpha1.EventReasonClientCertificateAuthorityRenewed,
-		dbpilotv1alpha1.EventReasonCertificateAuthorityAdded, dbpilotv1alpha1.EventReasonClientCertificateAuthorityTrusted))
-	for _, reason := range []string{dbpilotv1alpha1.EventReasonCertificateIssued, dbpilotv1alpha1.EventReasonClientCertificateIssued,
-		dbpilotv1alpha1.EventReasonCertificateAuthorityRetired, dbpilotv1alpha1.EventReasonClientCertificateAuthorityRetired} {
-		g.Expect(reasons).NotTo(ContainElement(reason), "nothing to issue again or retire for a renewed copy")
-	}
+	// Events are recorded as they happen, a little after the writes.
+	g.Consistently(func(g Gomega) {
+		for _, reason := range []string{dbpilotv1alpha1.EventReasonCertificateIssued, dbpilotv1alpha1.EventReasonClientCertificateIssued,
+			dbpilotv1alpha1.EventReasonCertificateAuthorityRetired, dbpilotv1alpha1.EventReasonClientCertificateAuthorityRetired} {
+			g.Expect(eventReasons(g, db)).NotTo(ContainElement(reason), "nothing to issue again or retire for a renewed copy")
+		}
+	}, 3*time.Second, pollInterval).Should(Succeed())
 	waitConverged(g, db)
 	g.Expect(findCondition(db, dbpilotv1alpha1.ConditionDegraded).Status).To(BeEquivalentTo("False"))
 }

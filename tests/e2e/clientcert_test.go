@@ -140,9 +140,9 @@ func TestApplicationClientCertificate(t *testing.T) {
 	g.Eventually(func(g Gomega) []string { return eventReasons(g, db) }, convergeTimeout, pollInterval).
 		Should(ContainElements(dbpilotv1alpha1.EventReasonClientCertificateAuthorityTrusted, dbpilotv1alpha1.EventReasonClientCertificateAuthorityRetired))
 
-	// The user renews it with its key, as cert-manager's CA issuer with
-	// rotationPolicy Never does: the pods' Secret trusts the renewed copy
-	// in place of the former at once, and the certificate is kept.
+	// The user renews it with its key, name and key identifier: the pods'
+	// Secret trusts the renewed copy in place of the former at once, and
+	// the certificate is kept.
 	held := applicationCertificate(g, db, own.CertPEM)
 	own.CertPEM = sameKeyAuthority(g, own, time.Now().Add(2*pki.ClientValidity))
 	authority = clientAuthorityOf(g, db)
@@ -150,8 +150,8 @@ func TestApplicationClientCertificate(t *testing.T) {
 	g.Expect(k8sClient.Update(ctx, authority)).To(Succeed())
 	g.Eventually(func(g Gomega) {
 		g.Expect(applicationCertificate(g, db, own.CertPEM).Raw).To(Equal(held.Raw))
+		g.Expect(eventNotes(g, db)).To(ContainElement(ContainSubstring("trusts the renewed client certificate authority of Secret orders-client-ca in place of its former copy")))
 	}, convergeTimeout, pollInterval).Should(Succeed())
-	g.Expect(eventNotes(g, db)).To(ContainElement(ContainSubstring("trusts the renewed client certificate authority of Secret orders-client-ca in place of its former copy")))
 	expectClientCertificateExpiry(g, db, held.NotAfter, "the renewed authority outlives the certificate")
 
 	// An authority that cannot sign (its key is another's) shows in

@@ -210,9 +210,9 @@ func TestProvidedServerCertificate(t *testing.T) {
 		return provided.ResourceVersion
 	}, 3*time.Second, pollInterval).Should(Equal(written), "the user's Secret is never written")
 
-	// Its issuer renewed with its key (cert-manager's CA issuer with
-	// rotationPolicy Never): the pods trust the renewed copy in place of
-	// the former at once, and serve the same certificate.
+	// Its issuer renewed with its key, name and key identifier: the pods
+	// trust the renewed copy in place of the former at once, and serve
+	// the same certificate.
 	ca.CertPEM = sameKeyAuthority(g, ca, time.Now().Add(pki.AuthorityValidity))
 	fetch(g, provided)
 	provided.Data[layout.KeyCACert] = ca.CertPEM

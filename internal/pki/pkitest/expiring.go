@@ -8,11 +8,13 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"errors"
+	"math/big"
 	"time"
 )
 
 // ExpiringCopy is the authority's certificate (certPEM) issued again by
-// its own key (keyPEM, PKCS #8), the same in all but its expiry: notAfter. dbpilot's authorities look so in their last year.
+// its own key (keyPEM, PKCS #8), the same in all but its serial number and
+// its expiry: notAfter. dbpilot's authorities look so in their last year.
 func ExpiringCopy(certPEM, keyPEM []byte, notAfter time.Time) ([]byte, error) {
 	certBlock, _ := pem.Decode(certPEM)
 	keyBlock, _ := pem.Decode(keyPEM)
@@ -31,8 +33,12 @@ func ExpiringCopy(certPEM, keyPEM []byte, notAfter time.Time) ([]byte, error) {
 	if !ok {
 		return nil, errors.New("the key cannot sign")
 	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+	if err != nil {
+		return nil, err
+	}
 	template := *cert
-	template.NotAfter = notAfter
+	template.SerialNumber, template.NotAfter = serial, notAfter
 	der, err := x509.CreateCertificate(rand.Reader, &template, &template, signer.Public(), signer)
 	if err != nil {
 		return nil, err
