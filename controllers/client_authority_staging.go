@@ -39,8 +39,8 @@ func (r *DatabaseReconciler) clientAuthorityOverlap() time.Duration {
 // pki.ClientIssuedAt reads it from the certificate). A Secret that trusts
 // no client authority yet (one from before client certificates) takes it
 // at once: no engine verifies a client certificate with anything, so none
-// is refused that was not before; so does one that trusts copies of the
-// authority alone (pki.OneAuthority: it was renewed), in their place.
+// is refused that was not before. A renewed copy of the authority takes
+// the former copies' place at once (stepReplace).
 func (r *DatabaseReconciler) stageClientAuthority(ctx context.Context, s *scope, current *corev1.Secret) (ctrl.Result, error) {
 	authority := s.clientAuthority.CertPEM
 	if authority == nil {
@@ -60,23 +60,21 @@ func (r *DatabaseReconciler) stageClientAuthority(ctx context.Context, s *scope,
 		return ctrl.Result{}, r.writeClientAuthorities(ctx, s, current, authority, dbpilotv1alpha1.EventReasonClientCertificateAuthorityTrusted, "TrustClientAuthority",
 			"Secret %s trusts the client certificate authority of Secret %s: the engines verify client certificates with it", name, s.db.ClientAuthoritySecretName())
 	}
-	if !bytes.Equal(trusted, authority) && pki.OneAuthority(trusted, authority) {
-		// A renewed copy (renewOwnAuthority): what the former copies
-		// verify, it verifies, so it takes their place at once and no
-		// certificate is issued again.
+	application, err := r.applicationCertificate(ctx, s.db)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	// dbpilot writes the authority that signed it beside it; nothing a
+	// copy of the authority the pods trust signed changes for a renewed
+	// copy (reconcileClientCertificate keeps it).
+	fromIt := application != nil && bytes.Equal(application.Data[layout.KeyCACert], authority)
+	switch certificateStepFor(trusted, authority, !fromIt && !pki.OneAuthority(trusted, authority)) {
+	case stepReplace:
 		s.clientAuthorityTrusted = true
 		// An action of its own: the recorder would fold it into an
 		// earlier series of the same reason and action, with that note.
 		return ctrl.Result{}, r.writeClientAuthorities(ctx, s, current, authority, dbpilotv1alpha1.EventReasonClientCertificateAuthorityTrusted, "TrustRenewedClientAuthority",
 			"Secret %s trusts the renewed client certificate authority of Secret %s in place of its former copy: the client certificates either signed verify with it", name, s.db.ClientAuthoritySecretName())
-	}
-	application, err := r.applicationCertificate(ctx, s.db)
-	if err != nil {
-		return ctrl.Result{}, err
-	}
-	// dbpilot writes the authority that signed it beside it.
-	fromIt := application != nil && bytes.Equal(application.Data[layout.KeyCACert], authority)
-	switch certificateStepFor(trusted, authority, !fromIt) {
 	case stepNone:
 		s.clientAuthorityTrusted = true
 	case stepTrust:

@@ -40,14 +40,22 @@ const (
 	// stepRetire drops the authorities the served certificate does not
 	// need; once every pod serves it.
 	stepRetire
+	// stepReplace puts the wanted authorities in place of those the Secret
+	// holds at once, the served certificate unchanged: all are copies of
+	// one authority (pki.OneAuthority: it was renewed), so what one
+	// verifies, every other does.
+	stepReplace
 )
 
 // certificateStepFor is the next step from the authorities the Secret
 // holds (current) towards a certificate that needs wanted, the served
 // certificate changing or not. A renewal under the same authority is a
-// serve step at once, since every pod trusts its authority already.
+// serve step at once, since every pod trusts its authority already, and a
+// renewed copy of the authority is a replace step.
 func certificateStepFor(current, wanted []byte, certificateChanges bool) certificateStep {
 	switch {
+	case !certificateChanges && !bytes.Equal(current, wanted) && pki.OneAuthority(current, wanted):
+		return stepReplace
 	case !pki.BundleContains(current, wanted):
 		return stepTrust
 	case certificateChanges:
@@ -91,9 +99,7 @@ type certificateChange struct {
 // step builds on: the operator's own trust follows the Secret at once, the
 // pods' as the kubelet updates their files, which their instance programs
 // report. A Secret that does not exist yet, or serves nothing, is written
-// as wanted at once, and so is a renewed copy of the authorities it
-// trusts (pki.OneAuthority), in their place, the served certificate
-// unchanged.
+// as wanted at once.
 func (r *DatabaseReconciler) stageServerCertificate(ctx context.Context, s *scope, current *corev1.Secret, change certificateChange) (ctrl.Result, error) {
 	db := s.db
 	served := pki.KeyPair{CertPEM: current.Data[layout.KeyTLSCert], KeyPEM: current.Data[layout.KeyTLSKey]}
@@ -108,16 +114,14 @@ func (r *DatabaseReconciler) stageServerCertificate(ctx context.Context, s *scop
 		return ctrl.Result{}, err
 	}
 	name := db.ServerCertificateSecretName()
-	if !change.changes && !bytes.Equal(trusted, change.authorities) && pki.OneAuthority(trusted, change.authorities) {
-		// A renewed copy of the authority: what the former copy verifies,
-		// it verifies, so it takes the former's place at once (an action
-		// of its own, for an Event of its own: stageClientAuthority).
+	switch certificateStepFor(trusted, change.authorities, change.changes) {
+	case stepReplace:
+		// An action of its own, for an Event of its own: the recorder
+		// folds Events of the same reason and action into one series.
 		err := r.writeServerCertificate(ctx, db, current, desired.ServerCertificateSecret(db, served, change.authorities, s.clientAuthorities),
 			dbpilotv1alpha1.EventReasonCertificateAuthorityAdded, "TrustRenewedAuthority",
 			"Secret %s trusts the renewed copy of its certificate's authority in place of the former one: the certificate it serves verifies with either", name)
 		return ctrl.Result{}, err
-	}
-	switch certificateStepFor(trusted, change.authorities, change.changes) {
 	case stepTrust:
 		err := r.writeServerCertificate(ctx, db, current, desired.ServerCertificateSecret(db, served, pki.JoinBundles(trusted, change.authorities), s.clientAuthorities),
 			dbpilotv1alpha1.EventReasonCertificateAuthorityAdded, "TrustAuthority",

@@ -55,6 +55,19 @@ func TestCertificateStepsKeepEveryServedCertificateTrusted(t *testing.T) {
 	if step := certificateStepFor(both, former.CertPEM, true); step != stepServe {
 		t.Errorf("back to the former authority while both are trusted: step %v, want served", step)
 	}
+
+	// A renewed copy of the authority takes the former's place at once,
+	// unless the certificate changes too.
+	renewed, err := pki.RenewAuthority(users, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if step := certificateStepFor(users.CertPEM, renewed.CertPEM, false); step != stepReplace {
+		t.Errorf("a renewed copy: step %v, want it in place of the former", step)
+	}
+	if step := certificateStepFor(users.CertPEM, renewed.CertPEM, true); step != stepTrust {
+		t.Errorf("a renewed copy and a new certificate: step %v, want it trusted first", step)
+	}
 }
 
 func TestPodsNotTakingWaitsForPodsThatCannotTell(t *testing.T) {

@@ -142,8 +142,9 @@ const (
 	EventReasonClientCertificateAuthorityRetired = "ClientCertificateAuthorityRetired"
 	// EventReasonCertificateAuthorityAdded: a new certificate's
 	// authorities were added beside the former ones, before the pods
-	// serve it (a renewed copy of the authority: in place of the former); EventReasonCertificateAuthorityRetired: the former ones
-	// were dropped once every pod served it;
+	// serve it (a renewed copy of the authority: in place of the former);
+	// EventReasonCertificateAuthorityRetired: the former ones were
+	// dropped once every pod served it;
 	// EventReasonCertificateStagingTimedOut: pods did not report the
 	// step before mounted in time, and the change went on without them.
 	EventReasonCertificateAuthorityAdded   = "CertificateAuthorityAdded"
