@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
+	"github.com/dbpilot/dbpilot/instance/layout"
 	"github.com/dbpilot/dbpilot/controllers/desired"
 )
 
@@ -128,6 +129,13 @@ func TestBuildConditions(t *testing.T) {
 			progressingReason: dbpilotv1alpha1.ReasonReconciled, degradedReason: dbpilotv1alpha1.ReasonServerCertificateInvalid, phase: "Degraded",
 		},
 		{
+			name: "parameters refused by a server", db: testDatabase(2),
+			obs: observation{primary: "db-0", statefulSet: sts(2, 2, 2, "a", "a"), pods: []corev1.Pod{pod("db-0", true, old), pod("db-1", true, old)},
+				instances: map[string]layout.InstanceStatus{"db-0": {Role: layout.RolePrimary}, "db-1": {Role: layout.RoleReplica, ParametersError: `invalid value for parameter "work_mem": "lots"`}}},
+			available: metav1.ConditionTrue, progressing: metav1.ConditionFalse, degraded: metav1.ConditionTrue,
+			progressingReason: dbpilotv1alpha1.ReasonReconciled, degradedReason: dbpilotv1alpha1.ReasonParametersRefused, phase: "Degraded",
+		},
+		{
 			name: "client certificate authority unusable", db: testDatabase(1),
 			obs: observation{primary: "db-0", statefulSet: sts(1, 1, 1, "a", "a"), pods: []corev1.Pod{pod("db-0", true, old)},
 				clientCertificateProblem: "the client certificate authority in Secret x-client-ca cannot sign"},
@@ -199,5 +207,20 @@ func TestGeneratedPasswordsAreLongAndDistinct(t *testing.T) {
 	}
 	if len(creds.Password) < 32 || len(creds.SuperuserPassword) < 32 || creds.Password == creds.SuperuserPassword {
 		t.Errorf("weak or repeated passwords: %d and %d characters", len(creds.Password), len(creds.SuperuserPassword))
+	}
+}
+
+func TestParametersRefusalNamesThePodAndTheServersWords(t *testing.T) {
+	reports := map[string]layout.InstanceStatus{
+		"db-2": {ParametersError: `unrecognized configuration parameter "wrok_mem"`},
+		"db-0": {},
+		"db-1": {ParametersError: `unrecognized configuration parameter "wrok_mem"`},
+	}
+	want := `spec.parameters: the server of db-1 refuses them, so its settings stay as they were: unrecognized configuration parameter "wrok_mem"`
+	if got := parametersRefusal(reports); got != want {
+		t.Errorf("refusal %q, want %q", got, want)
+	}
+	if got := parametersRefusal(map[string]layout.InstanceStatus{"db-0": {}}); got != "" {
+		t.Errorf("nothing refused, yet %q", got)
 	}
 }

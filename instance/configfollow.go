@@ -15,6 +15,16 @@ type ConfigFollower interface {
 	FollowConfig(ctx context.Context) error
 }
 
+// ParametersFollower is an engine that runs with the Database's
+// spec.parameters: it applies them before its server starts, and as they
+// change while it runs.
+type ParametersFollower interface {
+	// FollowParameters applies the parameters when they changed since
+	// the last call that applied or refused them; running says whether
+	// the server runs. It says why when it refuses them.
+	FollowParameters(ctx context.Context, running bool) (refused string, err error)
+}
+
 // FollowedFile is a configuration file an engine follows: what it last
 // applied of it. The zero value has applied nothing.
 type FollowedFile struct {

@@ -214,6 +214,15 @@ func Run(ctx context.Context, engine Engine, files CredentialFiles, probes Probe
 			return fmt.Errorf("bootstrap: %w", err)
 		}
 	}
+	if follower, ok := engine.(ParametersFollower); ok {
+		// Never in the way of a start: what cannot be applied now is
+		// applied once the server runs.
+		if refused, err := follower.FollowParameters(ctx, false); err != nil {
+			log.Error("applying spec.parameters before the start; retrying once the engine runs", "error", err.Error())
+		} else if refused != "" {
+			log.Error("starting with the settings as they were", "refused", refused)
+		}
+	}
 	server := engine.ServerCommand()
 	var certificate engineCertificate
 	certificate.starting(engine, time.Now())
@@ -351,6 +360,15 @@ func Run(ctx context.Context, engine Engine, files CredentialFiles, probes Probe
 				followCtx, cancel := context.WithTimeout(ctx, credentialsPollInterval)
 				if err := follower.FollowConfig(followCtx); err != nil {
 					log.Error("applying the changed configuration file; retrying", "error", err.Error())
+				}
+				cancel()
+			}
+			if follower, ok := engine.(ParametersFollower); ok {
+				followCtx, cancel := context.WithTimeout(ctx, credentialsPollInterval)
+				if refused, err := follower.FollowParameters(followCtx, true); err != nil {
+					log.Error("applying spec.parameters; retrying", "error", err.Error())
+				} else if refused != "" {
+					log.Error("keeping the settings as they were", "refused", refused)
 				}
 				cancel()
 			}

@@ -73,6 +73,10 @@ const ReasonServerCertificateInvalid = "ServerCertificateInvalid"
 // its own Secret is not dbpilot's).
 const ReasonClientCertificateInvalid = "ClientCertificateInvalid"
 
+// ReasonParametersRefused (Degraded) says the server refuses a name or a
+// value of spec.parameters, so its settings stay as they were.
+const ReasonParametersRefused = "ParametersRefused"
+
 // Event reasons recorded on a Database.
 const (
 	EventReasonScaled         = "Scaled"

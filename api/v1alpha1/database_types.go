@@ -30,6 +30,11 @@ const (
 	Tier2XLarge Tier = "2xlarge"
 )
 
+// ParameterValue is the value of an engine setting, as postgresql.conf
+// would give it, without quotes.
+// +kubebuilder:validation:MaxLength=1024
+type ParameterValue string
+
 // DeletionPolicy says what happens to a Database's volumes when it is deleted.
 // +kubebuilder:validation:Enum=Retain;Delete
 type DeletionPolicy string
@@ -113,6 +118,7 @@ type DatabaseList struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.replication) || !has(self.replication.synchronous) || !has(self.autopilot) || self.autopilot.mode == 'Off' || !has(self.autopilot.replicas) || self.replication.synchronous.count < self.autopilot.replicas.min",message="spec.replication.synchronous.count must be less than spec.autopilot.replicas.min: commits wait for that many replicas"
 // +kubebuilder:validation:XValidation:rule="!has(self.replication) || !has(self.replication.synchronous) || self.engine == 'postgres' || self.replication.synchronous.count == 1",message="spec.replication.synchronous.count must be 1 for mariadb and mysql: semi-synchronous replication waits for one replica"
 // +kubebuilder:validation:XValidation:rule="has(oldSelf.bootstrap) == has(self.bootstrap)",message="spec.bootstrap is immutable: it only says how the Database was created"
+// +kubebuilder:validation:XValidation:rule="!has(self.parameters) || size(self.parameters) == 0 || self.engine == 'postgres'",message="spec.parameters: only PostgreSQL takes parameters so far"
 type DatabaseSpec struct {
 	// engine is the database engine: postgres, mysql or mariadb. It cannot be
 	// changed after creation.
@@ -215,6 +221,28 @@ type DatabaseSpec struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="TLS",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:fieldGroup:tls"}
 	TLS *TLSSpec `json:"tls,omitempty"`
+
+	// parameters are PostgreSQL settings, by name as postgresql.conf and
+	// SHOW know them (work_mem: 64MB, log_min_duration_statement: 250ms,
+	// shared_preload_libraries: pg_stat_statements), set over those
+	// dbpilot derives from the tier. Each pod's instance program has
+	// the server read them (ALTER SYSTEM's file) as soon as the kubelet
+	// updates the pod's files, with no restart: settings that need one
+	// are listed in status.instances[].pendingRestart until the pod's
+	// next restart. Before anything is applied, the server binary reads
+	// the whole configuration as a start would: an unknown name, an
+	// invalid value or a shared_preload_libraries library that is not
+	// installed changes nothing, and is reported in the Degraded
+	// condition. Settings dbpilot manages itself (listening, files,
+	// replication, archiving, recovery, TLS, synchronous commit) are
+	// rejected. Removing a setting resets it. PostgreSQL only.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=64
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.size() <= 63 && k.matches('^[a-z][a-z0-9_]*([.][a-z][a-z0-9_]*)?$'))",message="spec.parameters: a name is a PostgreSQL setting's: lowercase letters, digits and _, with one . for an extension's setting, at most 63 characters"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !(k in ['listen_addresses', 'port', 'data_directory', 'hba_file', 'ident_file', 'config_file', 'external_pid_file', 'unix_socket_directories', 'unix_socket_group', 'unix_socket_permissions', 'wal_level', 'max_wal_senders', 'max_replication_slots', 'hot_standby', 'full_page_writes', 'synchronous_standby_names', 'synchronous_commit', 'password_encryption', 'log_destination', 'logging_collector', 'archive_mode', 'archive_command', 'archive_library', 'archive_timeout', 'restore_command', 'archive_cleanup_command', 'recovery_end_command', 'primary_conninfo', 'primary_slot_name', 'promote_trigger_file', 'max_slot_wal_keep_size', 'wal_keep_size', 'include', 'include_if_exists', 'include_dir'] || k.startsWith('ssl') || k.startsWith('recovery_target')))",message="spec.parameters: dbpilot sets listening, files, replication, archiving, recovery, TLS (ssl*) and synchronous commit itself"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !self[k].matches('[\\x00-\\x1f\\x7f]'))",message="spec.parameters: a value must not hold a control character (a newline, a tab)"
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Parameters"
+	Parameters map[string]ParameterValue `json:"parameters,omitempty"`
 
 	// deletionPolicy says what happens to the volumes when the Database is
 	// deleted: Retain (the default) keeps the PersistentVolumeClaims and labels

@@ -4,11 +4,14 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
+	"github.com/dbpilot/dbpilot/instance/layout"
 )
 
 // Configuration file names in the ConfigMap.
@@ -126,13 +129,32 @@ func mysqlConfig(engine dbpilotv1alpha1.Engine, memoryMiB int64, maxConnections,
 	return strings.Join(lines, "\n") + "\n"
 }
 
-// ConfigMap holds the engine configuration.
+// ConfigMap holds the engine configuration and, for PostgreSQL, the
+// Database's spec.parameters, which the instance programs apply while
+// their servers run.
 func ConfigMap(db *dbpilotv1alpha1.Database) *corev1ac.ConfigMapApplyConfiguration {
 	name, content := EngineConfig(db)
+	data := map[string]string{name: content}
+	if db.Spec.Engine == dbpilotv1alpha1.EnginePostgres {
+		data[layout.PostgresParametersFile] = PostgresParameters(db.Spec.Parameters)
+	}
 	return corev1ac.ConfigMap(db.ConfigMapName(), db.Namespace).
 		WithLabels(db.CommonLabels()).
 		WithOwnerReferences(ownerReference(db)).
-		WithData(map[string]string{name: content})
+		WithData(data)
+}
+
+// PostgresParameters renders spec.parameters in postgresql.conf's syntax,
+// by name: every value quoted, its quotes doubled and its backslashes
+// escaped, so the server reads it as written. They are not part of
+// ConfigChecksum: a change of them rolls nothing.
+func PostgresParameters(params map[string]dbpilotv1alpha1.ParameterValue) string {
+	var lines []string
+	for _, name := range slices.Sorted(maps.Keys(params)) {
+		value := strings.NewReplacer(`\`, `\\`, "'", "''").Replace(string(params[name]))
+		lines = append(lines, name+" = '"+value+"'\n")
+	}
+	return strings.Join(lines, "")
 }
 
 // ConfigChecksum identifies the configuration; it is an annotation of the pod

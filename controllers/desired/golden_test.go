@@ -32,6 +32,9 @@ func goldenDatabases() map[string]*dbpilotv1alpha1.Database {
 			Backup: &dbpilotv1alpha1.BackupSpec{Schedule: "0 3 * * *", Retention: 7, Destination: &dbpilotv1alpha1.BackupDestination{
 				S3: &dbpilotv1alpha1.S3Destination{Bucket: "backups", Endpoint: "https://s3.example.com", CredentialsSecretName: "s3-credentials"}}},
 			TLS: &dbpilotv1alpha1.TLSSpec{Required: true},
+			Parameters: map[string]dbpilotv1alpha1.ParameterValue{
+				"work_mem": "64MB", "log_line_prefix": `%m [%p] 'app' \ `, "shared_preload_libraries": "pg_stat_statements,auto_explain",
+			},
 		}},
 		"postgres-restored": {ObjectMeta: restored(meta("orders-copy")), Spec: dbpilotv1alpha1.DatabaseSpec{
 			Engine: dbpilotv1alpha1.EnginePostgres, Replicas: ptr.To[int32](2), Tier: dbpilotv1alpha1.TierSmall,

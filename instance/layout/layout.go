@@ -39,6 +39,10 @@ const (
 	// KeyPrimary names the instance that is to be the primary, KeyEpoch
 	// counts the designations (every failover and switchover adds one).
 	DesignationDir = "/dbpilot/designation"
+	// PostgresParametersFile is the file, beside PostgreSQL's generated
+	// configuration (and the key of the Database's ConfigMap), holding
+	// the Database's spec.parameters in postgresql.conf's syntax.
+	PostgresParametersFile = "parameters.conf"
 	// MySQLConfigFile is the generated configuration a MariaDB or MySQL
 	// server reads (from its conf.d); the instance program follows its
 	// changes.
@@ -200,6 +204,10 @@ type InstanceStatus struct {
 	// PendingRestart names the settings of the configuration file the
 	// running engine takes only at its next start.
 	PendingRestart []string `json:"pendingRestart,omitempty"`
+	// ParametersError says why the engine does not run with the
+	// Database's spec.parameters (PostgresParametersFile): the engine
+	// refused a name or a value, so the settings stay as they were.
+	ParametersError string `json:"parametersError,omitempty"`
 	// CredentialsApplied is true once the users match the Secret.
 	CredentialsApplied bool `json:"credentialsApplied"`
 	// Archive reports a primary's WAL (or binlog) archiving, when the

@@ -66,6 +66,8 @@ type Engine struct {
 	// followedConfig is the configuration file's content last reloaded;
 	// only the supervisor's loop uses it.
 	followedConfig instance.FollowedFile
+	// parameters is what the program made of spec.parameters.
+	parameters parametersState
 	// clientsVerified is verifiesClients' answer, once given.
 	clientsVerified *bool
 }

@@ -3,6 +3,7 @@ package api_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	. "github.com/onsi/gomega"
@@ -57,6 +58,12 @@ func TestInvalidDatabasesAreRejected(t *testing.T) {
 		{name: "server certificate in the authority's Secret", dbName: "orders", spec: validSpec + "  tls: {serverCertificateSecretName: orders-ca}\n", wantField: "spec.tls.serverCertificateSecretName", wantText: "dbpilot writes those"},
 		{name: "server certificate in the client certificate's Secret", dbName: "orders", spec: validSpec + "  tls: {serverCertificateSecretName: orders-app-tls}\n", wantField: "spec.tls.serverCertificateSecretName", wantText: "dbpilot writes those"},
 		{name: "name starting with a digit", dbName: "1orders", spec: validSpec, wantField: "metadata.name", wantText: "start with a letter"},
+		{name: "parameters of mariadb", spec: "  engine: mariadb\n  parameters: {max_allowed_packet: 64M}\n", wantField: "spec.parameters", wantText: "only PostgreSQL"},
+		{name: "parameter name with a space", spec: validSpec + "  parameters: {\"work mem\": 64MB}\n", wantField: "spec.parameters", wantText: "a name is a PostgreSQL setting's"},
+		{name: "parameter name in capitals", spec: validSpec + "  parameters: {Work_Mem: 64MB}\n", wantField: "spec.parameters", wantText: "lowercase letters"},
+		{name: "parameters dbpilot sets", spec: validSpec + "  parameters: {port: \"5433\", ssl_ciphers: HIGH, work_mem: 64MB, synchronous_commit: \"off\"}\n", wantField: "spec.parameters", wantText: "dbpilot sets listening, files, replication, archiving, recovery, TLS (ssl*) and synchronous commit itself"},
+		{name: "parameter value with a newline", spec: validSpec + "  parameters: {log_line_prefix: \"a\\nport = 1\"}\n", wantField: "spec.parameters", wantText: "must not hold a control character"},
+		{name: "parameter value too long", spec: validSpec + "  parameters: {application_name: " + strings.Repeat("x", 1025) + "}\n", wantField: "spec.parameters.application_name", wantText: "1024"},
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -131,6 +138,12 @@ func TestValidChangesAreAccepted(t *testing.T) {
 	g.Expect(unstructured.SetNestedField(obj.Object, "30 0 */6 * * 1-5", "spec", "backup", "schedule")).To(Succeed())
 	// A certificate of the user's, in a Secret whose name only looks like dbpilot's.
 	g.Expect(unstructured.SetNestedField(obj.Object, "valid-tls-cert", "spec", "tls", "serverCertificateSecretName")).To(Succeed())
+	g.Expect(k8sClient.Update(ctx, obj)).To(Succeed())
+
+	// PostgreSQL settings, an extension's among them, with any printable value.
+	g.Expect(unstructured.SetNestedStringMap(obj.Object, map[string]string{
+		"work_mem": "64MB", "auto_explain.log_min_duration": "250ms", "log_line_prefix": `%m [%p] 'x' \ `,
+	}, "spec", "parameters")).To(Succeed())
 	g.Expect(k8sClient.Update(ctx, obj)).To(Succeed())
 
 	mysql := manifest(t, database("valid-mysql", "  engine: mysql\n  storage: {size: 1Gi}\n"))

@@ -1,0 +1,150 @@
+package instance_test
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestPostgresParameters runs the instance program with a parameters file
+// beside its configuration, as the Database's ConfigMap mounts
+// spec.parameters: they apply before the first start and as the file
+// changes, a file the server would refuse changes nothing (not even at the
+// next start) and is reported, and a setting dropped from the file is
+// reset while one made by hand stays.
+func TestPostgresParameters(t *testing.T) {
+	pg := lookup(t, "postgres")
+	ctx := context.Background()
+	dir := pg.workDir(t)
+	creds := pg.mkdir(t, filepath.Join(dir, "credentials"))
+	sockets := pg.mkdir(t, filepath.Join(dir, "run"))
+	port := freePort(t)
+	credentials(t, pg, creds, "shop", "app-pass", "super-pass")
+	pg.writeFile(t, filepath.Join(dir, "postgresql.conf"), fmt.Sprintf(
+		"listen_addresses = '127.0.0.1'\nport = %d\nunix_socket_directories = '%s'\nshared_buffers = 32MB\n", port, sockets))
+	parameters := filepath.Join(dir, "parameters.conf")
+	pg.writeFile(t, parameters, "work_mem = '64MB'\nshared_preload_libraries = 'pg_stat_statements'\n")
+	args := []string{"--engine=postgres", "--data-dir=" + filepath.Join(dir, "pgdata"),
+		"--config-file=" + filepath.Join(dir, "postgresql.conf"), "--socket=" + sockets,
+		"--port=" + strconv.Itoa(port), "--credentials-dir=" + creds}
+	path := "/usr/lib/postgresql/15/bin:/usr/bin:/bin"
+	p := start(t, pg, path, args...)
+
+	show := func(name string) string {
+		t.Helper()
+		conn, err := pgConnect(ctx, port, "postgres", "super-pass", "postgres")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close(ctx)
+		var value string
+		if err := conn.QueryRow(ctx, "SELECT current_setting($1)", name).Scan(&value); err != nil {
+			t.Fatal(err)
+		}
+		return value
+	}
+	reported := func(key string) string {
+		t.Helper()
+		value, _ := p.status(t)[key]
+		return fmt.Sprint(value)
+	}
+	// Applied before the first start: a library to preload needs no
+	// restart then.
+	if got := show("work_mem"); got != "64MB" {
+		t.Errorf("work_mem at the first start: %s, want 64MB", got)
+	}
+	if got := show("shared_preload_libraries"); got != "pg_stat_statements" {
+		t.Errorf("shared_preload_libraries at the first start: %q", got)
+	}
+	conn, err := pgConnect(ctx, port, "postgres", "super-pass", "postgres")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.Exec(ctx, "ALTER SYSTEM SET statement_timeout = '42s'"); err != nil {
+		t.Fatal(err)
+	}
+	conn.Close(ctx)
+
+	// An invalid value and an unknown name: nothing changes, and the
+	// status says what the server refused.
+	// (The server looks at values once it knows every name.)
+	pg.writeFile(t, parameters, "work_mem = '1MB'\nwrok_mem = '1MB'\nshared_preload_libraries = 'pg_stat_statements'\n")
+	eventually(t, 30*time.Second, "the unknown name is reported", func() error {
+		if got := reported("parametersError"); !strings.Contains(got, `unrecognized configuration parameter "wrok_mem"`) {
+			return fmt.Errorf("parametersError %q", got)
+		}
+		return nil
+	})
+	pg.writeFile(t, parameters, "work_mem = 'lots'\nshared_preload_libraries = 'pg_stat_statements'\n")
+	eventually(t, 30*time.Second, "the invalid value is reported", func() error {
+		if got := reported("parametersError"); !strings.Contains(got, `invalid value for parameter "work_mem": "lots"`) {
+			return fmt.Errorf("parametersError %q", got)
+		}
+		return nil
+	})
+	if got := show("work_mem"); got != "64MB" {
+		t.Errorf("work_mem after a refused file: %s, want 64MB", got)
+	}
+	// Nor at the next start, which a file with these settings would fail.
+	p.stop(t)
+	p = start(t, pg, path, args...)
+	if got := show("work_mem"); got != "64MB" {
+		t.Errorf("work_mem after a restart with a refused file: %s, want 64MB", got)
+	}
+	if got := reported("parametersError"); !strings.Contains(got, `"work_mem": "lots"`) {
+		t.Errorf("after the restart, parametersError %q", got)
+	}
+
+	// A library that is not installed: the server would not start.
+	pg.writeFile(t, parameters, "work_mem = '32MB'\nshared_preload_libraries = 'pg_stat_statements,no_such_library'\n")
+	eventually(t, 30*time.Second, "the missing library is reported", func() error {
+		if got := reported("parametersError"); !strings.Contains(got, `"no_such_library"`) {
+			return fmt.Errorf("parametersError %q", got)
+		}
+		return nil
+	})
+	if got := show("work_mem"); got != "64MB" {
+		t.Errorf("work_mem after a refused file: %s, want 64MB", got)
+	}
+
+	// Settings dropped from the file are reset, the new ones apply at
+	// once or wait for a restart, and a setting made by hand stays.
+	pg.writeFile(t, parameters, "log_min_duration_statement = '250ms'\nmax_locks_per_transaction = '128'\n")
+	eventually(t, 30*time.Second, "the new file applies", func() error {
+		if got := show("log_min_duration_statement"); got != "250ms" {
+			return fmt.Errorf("log_min_duration_statement %s", got)
+		}
+		if got := reported("parametersError"); got != "<nil>" {
+			return fmt.Errorf("parametersError %q", got)
+		}
+		return nil
+	})
+	if got := show("work_mem"); got != "4MB" {
+		t.Errorf("work_mem dropped from the file: %s, want the default 4MB", got)
+	}
+	if got := show("statement_timeout"); got != "42s" {
+		t.Errorf("statement_timeout set by hand: %s, want 42s", got)
+	}
+	pending, _ := p.status(t)["pendingRestart"].([]any)
+	var names []string
+	for _, n := range pending {
+		names = append(names, fmt.Sprint(n))
+	}
+	if !slices.Contains(names, "max_locks_per_transaction") || !slices.Contains(names, "shared_preload_libraries") {
+		t.Errorf("pendingRestart %v, want max_locks_per_transaction and shared_preload_libraries", names)
+	}
+	p.stop(t)
+	p = start(t, pg, path, args...)
+	if got := show("max_locks_per_transaction"); got != "128" {
+		t.Errorf("max_locks_per_transaction after the restart: %s, want 128", got)
+	}
+	if got := show("shared_preload_libraries"); got != "" {
+		t.Errorf("shared_preload_libraries after the restart: %q, want none", got)
+	}
+	p.stop(t)
+}
