@@ -44,6 +44,11 @@ func run(m *testing.M) int {
 	cfg, err := env.Start()
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "starting envtest: %v\n", err)
+		// Start leaves etcd and the API server running when installing
+		// the CRDs fails (a rule the API server refuses).
+		if err := env.Stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "stopping envtest: %v\n", err)
+		}
 		return 1
 	}
 	defer func() {
