@@ -13,8 +13,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
-	"github.com/dbpilot/dbpilot/instance/layout"
 	"github.com/dbpilot/dbpilot/controllers/desired"
+	"github.com/dbpilot/dbpilot/instance/layout"
 )
 
 var testNow = metav1.NewTime(time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC))

@@ -40,7 +40,12 @@ func (r *DatabaseReconciler) reconcileStatefulSet(ctx context.Context, s *scope)
 	if err := r.observe(ctx, s); err != nil {
 		return ctrl.Result{}, err
 	}
-	hash := desired.TemplateHash(desired.PodTemplate(db, opts.Images))
+	if db.Spec.Engine == dbpilotv1alpha1.EnginePostgres && s.instances == nil {
+		// Whether a setting of spec.parameters waits for a restart.
+		s.instances = readInstances(ctx, s)
+	}
+	opts.ParametersRestart = parametersRestart(db, live, s.instances)
+	hash := desired.TemplateHash(desired.PodTemplate(db, opts.Images, opts.ParametersRestart))
 	stuck := len(stuckPods(s.pods, r.clock().Now())) > 0
 	opts.Replicas = rolloutReplicas(live, hash, db.EffectiveReplicas(), stuck)
 	if d := s.designation; d != nil && int32(ordinalOf(d.Primary)) >= opts.Replicas {
@@ -49,7 +54,7 @@ func (r *DatabaseReconciler) reconcileStatefulSet(ctx context.Context, s *scope)
 		// stays.
 		opts.Replicas = int32(ordinalOf(d.Primary)) + 1
 	}
-	resize, err := r.planResize(ctx, s, live, hash)
+	resize, err := r.planResize(ctx, s, live, hash, opts.ParametersRestart)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -79,7 +84,7 @@ func (r *DatabaseReconciler) reconcileStatefulSet(ctx context.Context, s *scope)
 		s.observed = false
 		s.statefulSetWritten = ptr.Deref(sts.Generation, 0)
 		if live != nil && !resize.started {
-			r.recordChanges(db, live, hash, opts.Replicas)
+			r.recordChanges(db, live, hash, opts.Replicas, opts.ParametersRestart)
 		}
 	}
 	if resize.since != "" {
@@ -95,9 +100,9 @@ func (r *DatabaseReconciler) reconcileStatefulSet(ctx context.Context, s *scope)
 }
 
 // recordChanges records an Event for each user-visible change the applied
-// StatefulSet (pod template hash templateHash, replicas pods) makes to the
-// live one.
-func (r *DatabaseReconciler) recordChanges(db *dbpilotv1alpha1.Database, live *appsv1.StatefulSet, templateHash string, replicas int32) {
+// StatefulSet (pod template hash templateHash, replicas pods, restarted
+// for spec.parameters of digest restart) makes to the live one.
+func (r *DatabaseReconciler) recordChanges(db *dbpilotv1alpha1.Database, live *appsv1.StatefulSet, templateHash string, replicas int32, restart string) {
 	switch {
 	case live.Spec.Replicas != nil && *live.Spec.Replicas != replicas:
 		r.Recorder.Eventf(db, nil, corev1.EventTypeNormal, dbpilotv1alpha1.EventReasonScaled, "Scale",
@@ -110,6 +115,10 @@ func (r *DatabaseReconciler) recordChanges(db *dbpilotv1alpha1.Database, live *a
 	if tier := annotations[desired.AnnotationTier]; tier != "" && tier != string(db.EffectiveTier()) {
 		r.Recorder.Eventf(db, nil, corev1.EventTypeNormal, dbpilotv1alpha1.EventReasonTierChanged, "ChangeTier",
 			"Changing tier from %s to %s, replicas first", tier, db.EffectiveTier())
+	}
+	if restart != "" && annotations[desired.AnnotationParametersRestart] != restart {
+		r.Recorder.Eventf(db, nil, corev1.EventTypeNormal, dbpilotv1alpha1.EventReasonRestartingForParameters, "RestartForParameters",
+			"Restarting the pods, replicas first, the primary after a switchover: a setting of spec.parameters waits for a restart")
 	}
 	if version := annotations[desired.AnnotationVersion]; version != "" && version != db.EngineVersion() {
 		r.Recorder.Eventf(db, nil, corev1.EventTypeNormal, dbpilotv1alpha1.EventReasonUpgraded, "Upgrade",

@@ -79,14 +79,17 @@ const ReasonParametersRefused = "ParametersRefused"
 
 // Event reasons recorded on a Database.
 const (
-	EventReasonScaled         = "Scaled"
-	EventReasonTierChanged    = "TierChanged"
-	EventReasonUpgraded       = "Upgraded"
-	EventReasonDegraded       = "Degraded"
-	EventReasonVolumeRetained = "VolumesRetained"
-	EventReasonVolumeDeleted  = "VolumesDeleted"
-	EventReasonAutopilot      = "Autopilot"
-	EventReasonAnomaly        = "Anomaly"
+	EventReasonScaled      = "Scaled"
+	EventReasonTierChanged = "TierChanged"
+	EventReasonUpgraded    = "Upgraded"
+	// EventReasonRestartingForParameters: a setting of spec.parameters
+	// waits for a restart, so the pods roll, primary-safe.
+	EventReasonRestartingForParameters = "RestartingForParameters"
+	EventReasonDegraded                = "Degraded"
+	EventReasonVolumeRetained          = "VolumesRetained"
+	EventReasonVolumeDeleted           = "VolumesDeleted"
+	EventReasonAutopilot               = "Autopilot"
+	EventReasonAnomaly                 = "Anomaly"
 	// EventReasonCredentialsRegenerated: the generated credentials Secret
 	// was deleted and generated anew.
 	EventReasonCredentialsRegenerated = "CredentialsRegenerated"

@@ -225,17 +225,18 @@ type DatabaseSpec struct {
 	// parameters are PostgreSQL settings, by name as postgresql.conf and
 	// SHOW know them (work_mem: 64MB, log_min_duration_statement: 250ms,
 	// shared_preload_libraries: pg_stat_statements), set over those
-	// dbpilot derives from the tier. Each pod's instance program has
-	// the server read them (ALTER SYSTEM's file) as soon as the kubelet
-	// updates the pod's files, with no restart: settings that need one
-	// are listed in status.instances[].pendingRestart until the pod's
-	// next restart. Before anything is applied, the server binary reads
-	// the whole configuration as a start would: an unknown name, an
-	// invalid value or a shared_preload_libraries library that is not
-	// installed changes nothing, and is reported in the Degraded
-	// condition. Settings dbpilot manages itself (listening, files,
-	// replication, archiving, recovery, TLS, synchronous commit) are
-	// rejected. Removing a setting resets it. PostgreSQL only.
+	// dbpilot derives from the tier. Each pod's instance program writes
+	// them into postgresql.auto.conf (ALTER SYSTEM's file) once the
+	// kubelet updates the pod's files, and the server reloads: no pod
+	// restarts. A setting only a restart applies rolls the pods, replicas
+	// first, the primary after a switchover. Before anything is written,
+	// the server binary reads the whole configuration as a start would:
+	// an unknown name, an invalid value or a shared_preload_libraries
+	// library that is not installed changes nothing, not even at the next
+	// start, and is reported in the Degraded condition
+	// (ParametersRefused). Removing a setting resets it. Settings dbpilot
+	// manages itself (listening, files, replication, archiving, recovery,
+	// ssl*, synchronous_commit) are rejected. PostgreSQL only so far.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=64
 	// +kubebuilder:validation:XValidation:rule="self.all(k, k.size() <= 63 && k.matches('^[a-z][a-z0-9_]*([.][a-z][a-z0-9_]*)?$'))",message="spec.parameters: a name is a PostgreSQL setting's: lowercase letters, digits and _, with one . for an extension's setting, at most 63 characters"

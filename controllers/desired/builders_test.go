@@ -73,12 +73,12 @@ func TestConfigChecksumChangesOnlyWithConfig(t *testing.T) {
 }
 
 func TestTemplateHashIgnoresReplicas(t *testing.T) {
-	one := desired.TemplateHash(desired.PodTemplate(database(dbpilotv1alpha1.EngineMySQL, dbpilotv1alpha1.TierSmall, 1), imagecatalog.Default()))
-	five := desired.TemplateHash(desired.PodTemplate(database(dbpilotv1alpha1.EngineMySQL, dbpilotv1alpha1.TierSmall, 5), imagecatalog.Default()))
+	one := desired.TemplateHash(desired.PodTemplate(database(dbpilotv1alpha1.EngineMySQL, dbpilotv1alpha1.TierSmall, 1), imagecatalog.Default(), ""))
+	five := desired.TemplateHash(desired.PodTemplate(database(dbpilotv1alpha1.EngineMySQL, dbpilotv1alpha1.TierSmall, 5), imagecatalog.Default(), ""))
 	if one != five {
 		t.Errorf("the pod template depends on replicas: scaling would roll pods")
 	}
-	medium := desired.TemplateHash(desired.PodTemplate(database(dbpilotv1alpha1.EngineMySQL, dbpilotv1alpha1.TierMedium, 1), imagecatalog.Default()))
+	medium := desired.TemplateHash(desired.PodTemplate(database(dbpilotv1alpha1.EngineMySQL, dbpilotv1alpha1.TierMedium, 1), imagecatalog.Default(), ""))
 	if one == medium {
 		t.Errorf("the pod template does not depend on the tier")
 	}
@@ -86,7 +86,7 @@ func TestTemplateHashIgnoresReplicas(t *testing.T) {
 
 func TestPodIsRestricted(t *testing.T) {
 	for _, engine := range []dbpilotv1alpha1.Engine{dbpilotv1alpha1.EnginePostgres, dbpilotv1alpha1.EngineMySQL, dbpilotv1alpha1.EngineMariaDB} {
-		spec := desired.PodTemplate(database(engine, dbpilotv1alpha1.TierSmall, 1), imagecatalog.Default()).Spec
+		spec := desired.PodTemplate(database(engine, dbpilotv1alpha1.TierSmall, 1), imagecatalog.Default(), "").Spec
 		if !*spec.SecurityContext.RunAsNonRoot || *spec.SecurityContext.SeccompProfile.Type != "RuntimeDefault" {
 			t.Errorf("%s: pod security context is not restricted", engine)
 		}
@@ -161,7 +161,7 @@ func TestSynchronousReplicationConfig(t *testing.T) {
 				t.Errorf("%s synchronous %d: config has %q:\n%s", tc.engine, tc.count, s, content)
 			}
 		}
-		args := strings.Join(desired.PodTemplate(db, imagecatalog.Default()).Spec.Containers[0].Args, " ")
+		args := strings.Join(desired.PodTemplate(db, imagecatalog.Default(), "").Spec.Containers[0].Args, " ")
 		if semiSync := strings.Contains(args, "--semi-sync"); semiSync != (tc.count > 0 && tc.engine != dbpilotv1alpha1.EnginePostgres) {
 			t.Errorf("%s synchronous %d: instance arguments %s", tc.engine, tc.count, args)
 		}

@@ -157,6 +157,14 @@ func PostgresParameters(params map[string]dbpilotv1alpha1.ParameterValue) string
 	return strings.Join(lines, "")
 }
 
+// ParametersDigest identifies the Database's spec.parameters as rendered
+// (PostgresParameters): the pods restart for a new digest once a setting
+// of them waits for a restart.
+func ParametersDigest(db *dbpilotv1alpha1.Database) string {
+	sum := sha256.Sum256([]byte(PostgresParameters(db.Spec.Parameters)))
+	return hex.EncodeToString(sum[:8])
+}
+
 // ConfigChecksum identifies the configuration; it is an annotation of the pod
 // template, so a configuration change (and nothing else) rolls the pods.
 func ConfigChecksum(db *dbpilotv1alpha1.Database) string {

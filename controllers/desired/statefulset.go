@@ -40,6 +40,11 @@ const (
 	// HTTPS with the Database's server certificate (a pod from before
 	// dbpilot issued certificates serves HTTP).
 	AnnotationInstanceTLS = "dbpilot.io/instance-tls"
+	// AnnotationParametersRestart on the pod template is the digest of
+	// the spec.parameters the pods last restarted for
+	// (ParametersDigest); absent until a setting of them waited for a
+	// restart. Changing it rolls the pods, primary-safe.
+	AnnotationParametersRestart = "dbpilot.io/parameters-restart"
 )
 
 // Container and volume names.
@@ -88,11 +93,14 @@ type StatefulSetOptions struct {
 	// ResizingInPlaceSince, when set, records an in-place resize under way
 	// (AnnotationResizingInPlace).
 	ResizingInPlaceSince string
+	// ParametersRestart is the pod template's
+	// AnnotationParametersRestart; empty leaves it out.
+	ParametersRestart string
 }
 
 // StatefulSet runs the Database's pods.
 func StatefulSet(db *dbpilotv1alpha1.Database, opts StatefulSetOptions) *appsv1ac.StatefulSetApplyConfiguration {
-	template := PodTemplate(db, opts.Images)
+	template := PodTemplate(db, opts.Images, opts.ParametersRestart)
 	replicas := db.EffectiveReplicas()
 	if opts.Replicas > 0 {
 		replicas = opts.Replicas
@@ -141,16 +149,21 @@ func TemplateHash(template *corev1ac.PodTemplateSpecApplyConfiguration) string {
 // PodTemplate is the pod of every member of the Database: an init container
 // copies the instance program from the operator's image, and the database
 // container runs it as its entrypoint with the engine image's binaries.
-func PodTemplate(db *dbpilotv1alpha1.Database, images imagecatalog.Catalog) *corev1ac.PodTemplateSpecApplyConfiguration {
+// parametersRestart is its AnnotationParametersRestart (empty: none).
+func PodTemplate(db *dbpilotv1alpha1.Database, images imagecatalog.Catalog, parametersRestart string) *corev1ac.PodTemplateSpecApplyConfiguration {
 	profile, _ := db.Spec.Engine.Profile()
+	annotations := map[string]string{
+		dbpilotv1alpha1.AnnotationConfigChecksum: ConfigChecksum(db),
+		AnnotationTier:                           string(db.EffectiveTier()),
+		AnnotationVersion:                        db.EngineVersion(),
+		AnnotationInstanceTLS:                    "true",
+	}
+	if parametersRestart != "" {
+		annotations[AnnotationParametersRestart] = parametersRestart
+	}
 	return corev1ac.PodTemplateSpec().
 		WithLabels(db.CommonLabels()).
-		WithAnnotations(map[string]string{
-			dbpilotv1alpha1.AnnotationConfigChecksum: ConfigChecksum(db),
-			AnnotationTier:                           string(db.EffectiveTier()),
-			AnnotationVersion:                        db.EngineVersion(),
-			AnnotationInstanceTLS:                    "true",
-		}).
+		WithAnnotations(annotations).
 		WithSpec(corev1ac.PodSpec().
 			WithAutomountServiceAccountToken(false).
 			WithEnableServiceLinks(false).
