@@ -132,12 +132,17 @@ func (e *Engine) followParameters(ctx context.Context, running bool) (string, er
 	if err != nil {
 		return "", err
 	}
+	params := parseParameters(string(content))
+	if len(params) == 0 && len(managed) == 0 {
+		// Nothing set, nothing to reset: no check to run.
+		e.parameters.settle(string(content), "")
+		return "", nil
+	}
 	autoConf := filepath.Join(e.DataDir, "postgresql.auto.conf")
 	existing, err := os.ReadFile(autoConf)
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return "", err
 	}
-	params := parseParameters(string(content))
 	candidate := mergeParameters(string(existing), managed, params)
 	if candidate != string(existing) {
 		refused, err := e.checkParameters(ctx, candidate)

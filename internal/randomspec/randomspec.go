@@ -59,6 +59,9 @@ func Database(r *rand.Rand, namespace, name string) *dbpilotv1alpha1.Database {
 	if r.IntN(2) == 0 {
 		db.Spec.Backup = backup(r)
 	}
+	if engine == dbpilotv1alpha1.EnginePostgres && r.IntN(2) == 0 {
+		db.Spec.Parameters = parameters(r)
+	}
 	if r.IntN(3) == 0 {
 		db.Spec.Failover = &dbpilotv1alpha1.FailoverSpec{DelaySeconds: ptr.To(int32(r.IntN(3601)))}
 	}
@@ -152,4 +155,20 @@ func autopilot(r *rand.Rand, replicas int32, tier int, replication *dbpilotv1alp
 	a.Replicas = &dbpilotv1alpha1.ReplicaBounds{Min: lo, Max: hi}
 	a.Tiers = &dbpilotv1alpha1.TierBounds{Min: tiers[r.IntN(tier+1)], Max: tiers[tier+r.IntN(len(tiers)-tier)]}
 	return a
+}
+
+// parameterNames are names the CRD takes in spec.parameters, an
+// extension's among them; the value may be anything printable.
+var (
+	parameterNames  = []string{"work_mem", "log_line_prefix", "shared_preload_libraries", "auto_explain.log_min_duration", "search_path", "a", strings.Repeat("x", 63)}
+	parameterValues = []string{"64MB", "", "it's", `C:\temp\`, "'; DROP TABLE x; --", "pg_stat_statements,auto_explain", "\"$user\", public", "é€😀", strings.Repeat("v", 1024)}
+)
+
+// parameters draws spec.parameters.
+func parameters(r *rand.Rand) map[string]dbpilotv1alpha1.ParameterValue {
+	params := map[string]dbpilotv1alpha1.ParameterValue{}
+	for range 1 + r.IntN(len(parameterNames)) {
+		params[parameterNames[r.IntN(len(parameterNames))]] = dbpilotv1alpha1.ParameterValue(parameterValues[r.IntN(len(parameterValues))])
+	}
+	return params
 }

@@ -1,6 +1,7 @@
 package engines_test
 
 import (
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
+	"github.com/dbpilot/dbpilot/controllers/desired"
 )
 
 const postgresBin = "/usr/lib/postgresql/15/bin"
@@ -82,5 +84,35 @@ func TestPostgresAcceptsEveryTierConfig(t *testing.T) {
 	}
 	if got, _ := show("config_file"); got != config {
 		t.Errorf("server runs %s, not the rendered configuration %s", got, config)
+	}
+}
+
+// TestPostgresReadsParametersAsWritten has PostgreSQL read values of
+// spec.parameters, rendered as the ConfigMap carries them and as the
+// instance program writes them (postgresql.auto.conf), and print each back
+// unchanged: quotes, backslashes, comment and list characters, non-ASCII.
+func TestPostgresReadsParametersAsWritten(t *testing.T) {
+	pg := lookupUser(t, "postgres")
+	dir, pgdata := initPostgres(t, pg)
+	config := writeConfig(t, dir, database(dbpilotv1alpha1.EnginePostgres, dbpilotv1alpha1.TierSmall))
+	for _, tc := range []struct{ name, value string }{
+		{"log_line_prefix", `%m [%p] it's \n a 'quoted' \\ # not a comment; `},
+		{"log_line_prefix", "é€😀"},
+		{"log_line_prefix", ""},
+		{"search_path", `"$user", public`},
+		{"shared_preload_libraries", "pg_stat_statements,auto_explain"},
+	} {
+		rendered := desired.PostgresParameters(map[string]dbpilotv1alpha1.ParameterValue{tc.name: dbpilotv1alpha1.ParameterValue(tc.value)})
+		if err := os.WriteFile(filepath.Join(pgdata, "postgresql.auto.conf"), []byte(rendered), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		args := append([]string{"-D", pgdata, "-C", tc.name}, postgresArgs(config, pgdata, 5432, dir)...)
+		out, err := output(pg.command(filepath.Join(postgresBin, "postgres"), args...))
+		if err != nil {
+			t.Fatalf("%s = %q, rendered %q: PostgreSQL refuses it: %v", tc.name, tc.value, rendered, err)
+		}
+		if got := strings.TrimSuffix(out, "\n"); got != tc.value {
+			t.Errorf("%s: PostgreSQL reads %q from %q, want %q", tc.name, got, rendered, tc.value)
+		}
 	}
 }
