@@ -12,7 +12,8 @@ import (
 
 // tierRestartSettings are the PostgreSQL settings a tier resized in place
 // leaves waiting for a restart on purpose (see maxStepsWithoutRestart):
-// they roll the pods only when spec.parameters sets them.
+// they roll the pods only when spec.parameters sets them. MariaDB takes
+// every setting of its tiers online.
 var tierRestartSettings = []string{"shared_buffers", "max_connections"}
 
 // parametersRestart is the pod template's AnnotationParametersRestart: the
@@ -27,12 +28,14 @@ func parametersRestart(db *dbpilotv1alpha1.Database, live *appsv1.StatefulSet, r
 	if live != nil {
 		current = live.Spec.Template.Annotations[desired.AnnotationParametersRestart]
 	}
-	if db.Spec.Engine != dbpilotv1alpha1.EnginePostgres {
+	if _, _, ok := desired.ParametersFile(db); !ok {
 		return current
 	}
 	for _, report := range reports {
 		for _, name := range report.PendingRestart {
-			if _, set := db.Spec.Parameters[name]; set || !slices.Contains(tierRestartSettings, name) {
+			_, set := db.Spec.Parameters[name]
+			tiers := db.Spec.Engine == dbpilotv1alpha1.EnginePostgres && slices.Contains(tierRestartSettings, name)
+			if set || !tiers {
 				return desired.ParametersDigest(db)
 			}
 		}

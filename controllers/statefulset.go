@@ -40,7 +40,7 @@ func (r *DatabaseReconciler) reconcileStatefulSet(ctx context.Context, s *scope)
 	if err := r.observe(ctx, s); err != nil {
 		return ctrl.Result{}, err
 	}
-	if db.Spec.Engine == dbpilotv1alpha1.EnginePostgres && s.instances == nil {
+	if _, _, parameters := desired.ParametersFile(db); parameters && s.instances == nil {
 		// Whether a setting of spec.parameters waits for a restart.
 		s.instances = readInstances(ctx, s)
 	}

@@ -3,6 +3,7 @@ package desired
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -129,19 +130,47 @@ func mysqlConfig(engine dbpilotv1alpha1.Engine, memoryMiB int64, maxConnections,
 	return strings.Join(lines, "\n") + "\n"
 }
 
-// ConfigMap holds the engine configuration and, for PostgreSQL, the
-// Database's spec.parameters, which the instance programs apply while
-// their servers run.
+// ConfigMap holds the engine configuration and the Database's
+// spec.parameters (ParametersFile), which the instance programs apply
+// while their servers run.
 func ConfigMap(db *dbpilotv1alpha1.Database) *corev1ac.ConfigMapApplyConfiguration {
 	name, content := EngineConfig(db)
 	data := map[string]string{name: content}
-	if db.Spec.Engine == dbpilotv1alpha1.EnginePostgres {
-		data[layout.PostgresParametersFile] = PostgresParameters(db.Spec.Parameters)
+	if name, content, ok := ParametersFile(db); ok {
+		data[name] = content
 	}
 	return corev1ac.ConfigMap(db.ConfigMapName(), db.Namespace).
 		WithLabels(db.CommonLabels()).
 		WithOwnerReferences(ownerReference(db)).
 		WithData(data)
+}
+
+// ParametersFile is the file of the Database's spec.parameters in its
+// ConfigMap, name and content: PostgreSQL's in postgresql.conf's syntax,
+// MariaDB's a JSON object. MySQL has none (ok is false).
+func ParametersFile(db *dbpilotv1alpha1.Database) (name, content string, ok bool) {
+	switch db.Spec.Engine {
+	case dbpilotv1alpha1.EnginePostgres:
+		return layout.PostgresParametersFile, PostgresParameters(db.Spec.Parameters), true
+	case dbpilotv1alpha1.EngineMariaDB:
+		return layout.MySQLParametersFile, MariaDBParameters(db.Spec.Parameters), true
+	}
+	return "", "", false
+}
+
+// MariaDBParameters renders spec.parameters as a JSON object, by name
+// ("{}" when there are none). The instance program passes each to the
+// server as an option, so no quoting is needed.
+func MariaDBParameters(params map[string]dbpilotv1alpha1.ParameterValue) string {
+	if params == nil {
+		params = map[string]dbpilotv1alpha1.ParameterValue{}
+	}
+	encoded, err := json.Marshal(params)
+	if err != nil {
+		// A map of strings always marshals.
+		panic(err)
+	}
+	return string(encoded) + "\n"
 }
 
 // PostgresParameters renders spec.parameters in postgresql.conf's syntax,
@@ -158,10 +187,11 @@ func PostgresParameters(params map[string]dbpilotv1alpha1.ParameterValue) string
 }
 
 // ParametersDigest identifies the Database's spec.parameters as rendered
-// (PostgresParameters): the pods restart for a new digest once a setting
-// of them waits for a restart.
+// (ParametersFile): the pods restart for a new digest once a setting of
+// them waits for a restart.
 func ParametersDigest(db *dbpilotv1alpha1.Database) string {
-	sum := sha256.Sum256([]byte(PostgresParameters(db.Spec.Parameters)))
+	_, content, _ := ParametersFile(db)
+	sum := sha256.Sum256([]byte(content))
 	return hex.EncodeToString(sum[:8])
 }
 

@@ -24,7 +24,20 @@ func TestParametersChangeTheConfigMapOnly(t *testing.T) {
 		t.Errorf("without parameters the file is %q (present: %t), want empty: the instances reset what they set", got, ok)
 	}
 	mariadb := database(dbpilotv1alpha1.EngineMariaDB, dbpilotv1alpha1.TierSmall, 1)
-	if _, ok := desired.ConfigMap(mariadb).Data[layout.PostgresParametersFile]; ok {
+	before = desired.ConfigChecksum(mariadb)
+	mariadb.Spec.Parameters = map[string]dbpilotv1alpha1.ParameterValue{"max_allowed_packet": "64M", "init_connect": `SET @x = 'a "b" \ c'`}
+	if after := desired.ConfigChecksum(mariadb); after != before {
+		t.Error("MariaDB's spec.parameters change the configuration checksum, which rolls the pods")
+	}
+	data := desired.ConfigMap(mariadb).Data
+	if got, want := data[layout.MySQLParametersFile], `{"init_connect":"SET @x = 'a \"b\" \\ c'","max_allowed_packet":"64M"}`+"\n"; got != want {
+		t.Errorf("MariaDB's parameters file %q, want %q", got, want)
+	}
+	if _, ok := data[layout.PostgresParametersFile]; ok {
 		t.Error("a MariaDB ConfigMap has PostgreSQL's parameters file")
+	}
+	mysql := database(dbpilotv1alpha1.EngineMySQL, dbpilotv1alpha1.TierSmall, 1)
+	if data := desired.ConfigMap(mysql).Data; len(data) != 1 {
+		t.Errorf("a MySQL ConfigMap has more than its configuration: %v", data)
 	}
 }

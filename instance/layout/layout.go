@@ -43,6 +43,11 @@ const (
 	// configuration (and the key of the Database's ConfigMap), holding
 	// the Database's spec.parameters in postgresql.conf's syntax.
 	PostgresParametersFile = "parameters.conf"
+	// MySQLParametersFile is the file, beside MariaDB's generated
+	// configuration (and the key of the Database's ConfigMap), holding
+	// the Database's spec.parameters as a JSON object of names and
+	// values. It is no .cnf: the server's includedir does not read it.
+	MySQLParametersFile = "parameters.json"
 	// MySQLConfigFile is the generated configuration a MariaDB or MySQL
 	// server reads (from its conf.d); the instance program follows its
 	// changes.

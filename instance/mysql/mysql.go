@@ -91,6 +91,8 @@ type Engine struct {
 	// followedConfig is the configuration file's content last applied;
 	// only the supervisor's loop uses it.
 	followedConfig instance.FollowedFile
+	// parameters is what the program made of spec.parameters.
+	parameters parametersState
 	// binlogs is what the primary's binary log archiving has done.
 	binlogs binlogArchive
 }
@@ -162,7 +164,9 @@ func (e *Engine) ServerCommand() *exec.Cmd {
 	if e.Flavor == MySQL {
 		name = "mysqld"
 	}
-	args := append(e.defaultsArgs(), "--datadir="+e.DataDir)
+	// spec.parameters over the configuration files, dbpilot's own options
+	// over them.
+	args := append(append(e.defaultsArgs(), e.acceptedArgs()...), "--datadir="+e.DataDir)
 	if e.Socket != "" {
 		args = append(args, "--socket="+e.Socket)
 	}

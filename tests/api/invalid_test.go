@@ -58,8 +58,11 @@ func TestInvalidDatabasesAreRejected(t *testing.T) {
 		{name: "server certificate in the authority's Secret", dbName: "orders", spec: validSpec + "  tls: {serverCertificateSecretName: orders-ca}\n", wantField: "spec.tls.serverCertificateSecretName", wantText: "dbpilot writes those"},
 		{name: "server certificate in the client certificate's Secret", dbName: "orders", spec: validSpec + "  tls: {serverCertificateSecretName: orders-app-tls}\n", wantField: "spec.tls.serverCertificateSecretName", wantText: "dbpilot writes those"},
 		{name: "name starting with a digit", dbName: "1orders", spec: validSpec, wantField: "metadata.name", wantText: "start with a letter"},
-		{name: "parameters of mariadb", spec: "  engine: mariadb\n  parameters: {max_allowed_packet: 64M}\n", wantField: "spec.parameters", wantText: "only PostgreSQL"},
-		{name: "parameter name with a space", spec: validSpec + "  parameters: {\"work mem\": 64MB}\n", wantField: "spec.parameters", wantText: "a name is a PostgreSQL setting's"},
+		{name: "parameters of mysql", spec: "  engine: mysql\n  parameters: {max_allowed_packet: 64M}\n", wantField: "spec.parameters", wantText: "MySQL takes no parameters yet"},
+		{name: "mariadb parameters dbpilot sets", spec: "  engine: mariadb\n  parameters: {max_allowed_packet: 64M, server_id: \"7\"}\n", wantField: "spec.parameters", wantText: "dbpilot sets MariaDB's"},
+		{name: "mariadb replication parameters", spec: "  engine: mariadb\n  parameters: {gtid_strict_mode: \"OFF\"}\n", wantField: "spec.parameters", wantText: "dbpilot sets MariaDB's"},
+		{name: "mariadb TLS parameters", spec: "  engine: mariadb\n  parameters: {ssl_cipher: HIGH}\n", wantField: "spec.parameters", wantText: "TLS (ssl*)"},
+		{name: "parameter name with a space", spec: validSpec + "  parameters: {\"work mem\": 64MB}\n", wantField: "spec.parameters", wantText: "a name is a setting's as the engine shows it"},
 		{name: "parameter name in capitals", spec: validSpec + "  parameters: {Work_Mem: 64MB}\n", wantField: "spec.parameters", wantText: "lowercase letters"},
 		{name: "parameters dbpilot sets", spec: validSpec + "  parameters: {port: \"5433\", ssl_ciphers: HIGH, work_mem: 64MB, synchronous_commit: \"off\"}\n", wantField: "spec.parameters", wantText: "dbpilot sets listening, files, replication, archiving, recovery, TLS (ssl*) and synchronous commit itself"},
 		{name: "parameter value with a newline", spec: validSpec + "  parameters: {log_line_prefix: \"a\\nport = 1\"}\n", wantField: "spec.parameters", wantText: "must not hold a control character"},
@@ -145,6 +148,9 @@ func TestValidChangesAreAccepted(t *testing.T) {
 		"work_mem": "64MB", "auto_explain.log_min_duration": "250ms", "log_line_prefix": `%m [%p] 'x' \ `,
 	}, "spec", "parameters")).To(Succeed())
 	g.Expect(k8sClient.Update(ctx, obj)).To(Succeed())
+
+	mariadb := manifest(t, database("valid-mariadb", "  engine: mariadb\n  parameters: {max_allowed_packet: 64M, sql_mode: \"STRICT_ALL_TABLES,NO_ZERO_DATE\", back_log: \"100\"}\n"))
+	g.Expect(k8sClient.Create(ctx, mariadb)).To(Succeed(), "MariaDB variables")
 
 	mysql := manifest(t, database("valid-mysql", "  engine: mysql\n  storage: {size: 1Gi}\n"))
 	g.Expect(k8sClient.Create(ctx, mysql)).To(Succeed())

@@ -148,3 +148,109 @@ func TestPostgresParameters(t *testing.T) {
 	}
 	p.stop(t)
 }
+
+// TestMariaDBParameters is TestPostgresParameters for MariaDB, whose
+// parameters file is JSON and whose server takes the set on its command
+// line: a running server sets the changed variables online, and reports
+// the ones it only takes at a start.
+func TestMariaDBParameters(t *testing.T) {
+	my := lookup(t, "mysql")
+	ctx := context.Background()
+	dir := my.workDir(t)
+	creds := my.mkdir(t, filepath.Join(dir, "credentials"))
+	run := my.mkdir(t, filepath.Join(dir, "run"))
+	port := freePort(t)
+	credentials(t, my, creds, "shop", "app-pass", "super-pass")
+	config := filepath.Join(dir, "my.cnf")
+	my.writeFile(t, config, fmt.Sprintf("[mysqld]\nbind-address = 127.0.0.1\nport = %d\nskip-name-resolve\ninnodb_buffer_pool_size = 64M\nlong_query_time = 3\n", port))
+	parameters := filepath.Join(dir, "parameters.json")
+	my.writeFile(t, parameters, `{"max_allowed_packet": "64M", "long_query_time": "2.5"}`)
+	args := []string{"--engine=mariadb", "--data-dir=" + filepath.Join(dir, "data"),
+		"--socket=" + filepath.Join(run, "mysqld.sock"), "--defaults-file=" + config, "--config-file=" + config,
+		"--credentials-dir=" + creds}
+	path := "/usr/sbin:/usr/bin:/bin"
+	p := start(t, my, path, args...)
+
+	variable := func(name string) string {
+		t.Helper()
+		db, err := mysqlConnect(ctx, port, "shop", "app-pass", "shop")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		var value string
+		if err := db.QueryRowContext(ctx, "SELECT @@global."+name).Scan(&value); err != nil {
+			t.Fatal(err)
+		}
+		return value
+	}
+	reported := func(key string) string {
+		t.Helper()
+		value, _ := p.status(t)[key]
+		return fmt.Sprint(value)
+	}
+	if got := variable("max_allowed_packet"); got != "67108864" {
+		t.Errorf("max_allowed_packet at the first start: %s, want 67108864", got)
+	}
+	if got := variable("long_query_time"); got != "2.5" {
+		t.Errorf("long_query_time at the first start: %s, want 2.5 (over the configuration's 3)", got)
+	}
+
+	// An unknown name, then an invalid value: nothing changes.
+	my.writeFile(t, parameters, `{"max_allowed_packet": "32M", "wrong_variable": "1"}`)
+	eventually(t, 30*time.Second, "the unknown name is reported", func() error {
+		if got := reported("parametersError"); !strings.Contains(got, "unknown variable 'wrong_variable=1'") {
+			return fmt.Errorf("parametersError %q", got)
+		}
+		return nil
+	})
+	my.writeFile(t, parameters, `{"max_allowed_packet": "lots"}`)
+	eventually(t, 30*time.Second, "the invalid value is reported", func() error {
+		if got := reported("parametersError"); !strings.Contains(got, "Error while setting value 'lots' to 'max_allowed_packet'") {
+			return fmt.Errorf("parametersError %q", got)
+		}
+		return nil
+	})
+	if got := variable("max_allowed_packet"); got != "67108864" {
+		t.Errorf("max_allowed_packet after refused sets: %s, want 67108864", got)
+	}
+	p.stop(t)
+	p = start(t, my, path, args...)
+	if got := variable("max_allowed_packet"); got != "67108864" {
+		t.Errorf("max_allowed_packet after a restart with a refused set: %s, want 67108864", got)
+	}
+	if got := reported("parametersError"); !strings.Contains(got, "'lots'") {
+		t.Errorf("after the restart, parametersError %q", got)
+	}
+
+	// Online where the server allows it, a dropped variable back to the
+	// configuration's value, a static one waiting for the next start.
+	my.writeFile(t, parameters, `{"long_query_time": "5", "back_log": "100", "sql_mode": "STRICT_ALL_TABLES,NO_ZERO_DATE"}`)
+	eventually(t, 30*time.Second, "the new set applies", func() error {
+		if got := variable("long_query_time"); got != "5" {
+			return fmt.Errorf("long_query_time %s", got)
+		}
+		if got := reported("parametersError"); got != "<nil>" {
+			return fmt.Errorf("parametersError %q", got)
+		}
+		return nil
+	})
+	if got := variable("sql_mode"); got != "STRICT_ALL_TABLES,NO_ZERO_DATE" {
+		t.Errorf("sql_mode: %s", got)
+	}
+	if got := variable("max_allowed_packet"); got != "16777216" {
+		t.Errorf("max_allowed_packet dropped from the set: %s, want the default 16777216", got)
+	}
+	if got := fmt.Sprint(p.status(t)["pendingRestart"]); got != "[back_log]" {
+		t.Errorf("pendingRestart %s, want [back_log]", got)
+	}
+	p.stop(t)
+	p = start(t, my, path, args...)
+	if got := variable("back_log"); got != "100" {
+		t.Errorf("back_log after the restart: %s, want 100", got)
+	}
+	if got := reported("pendingRestart"); got != "<nil>" {
+		t.Errorf("pendingRestart after the restart: %s", got)
+	}
+	p.stop(t)
+}
