@@ -44,7 +44,7 @@ func (r *DatabaseReconciler) reconcileStatefulSet(ctx context.Context, s *scope)
 		// Whether a setting of spec.parameters waits for a restart.
 		s.instances = readInstances(ctx, s)
 	}
-	opts.ParametersRestart = parametersRestart(db, live, s.instances)
+	opts.ParametersRestart = parametersRestart(db, live, s.pods, s.instances)
 	hash := desired.TemplateHash(desired.PodTemplate(db, opts.Images, opts.ParametersRestart))
 	stuck := len(stuckPods(s.pods, r.clock().Now())) > 0
 	opts.Replicas = rolloutReplicas(live, hash, db.EffectiveReplicas(), stuck)

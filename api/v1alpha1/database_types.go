@@ -223,25 +223,26 @@ type DatabaseSpec struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="TLS",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:fieldGroup:tls"}
 	TLS *TLSSpec `json:"tls,omitempty"`
 
-	// parameters are PostgreSQL settings, by name as postgresql.conf and
-	// SHOW know them (work_mem: 64MB, log_min_duration_statement: 250ms,
-	// shared_preload_libraries: pg_stat_statements), set over those
-	// dbpilot derives from the tier. Each pod's instance program writes
-	// them into postgresql.auto.conf (ALTER SYSTEM's file) once the
-	// kubelet updates the pod's files, and the server reloads: no pod
-	// restarts. A setting only a restart applies rolls the pods, replicas
-	// first, the primary after a switchover. Before anything is written,
-	// the server binary reads the whole configuration as a start would:
-	// an unknown name, an invalid value or a shared_preload_libraries
-	// library that is not installed changes nothing, not even at the next
-	// start, and is reported in the Degraded condition
-	// (ParametersRefused). Removing a setting resets it. Settings dbpilot
-	// manages itself (listening, files, replication, archiving, recovery,
-	// ssl*, synchronous_commit) are rejected. PostgreSQL only so far.
+	// parameters are engine settings by name, as SHOW (PostgreSQL) or
+	// SHOW VARIABLES (MariaDB) name them (work_mem: 64MB,
+	// shared_preload_libraries: pg_stat_statements; max_allowed_packet:
+	// 64M), set over those dbpilot derives from the tier. Each pod's
+	// instance program has the server binary read them first, as a start
+	// would: an unknown name, an invalid value or a preload library that
+	// is not installed changes nothing, not even at the next start, and
+	// is reported in the Degraded condition (ParametersRefused). The
+	// running servers then take them without a restart (PostgreSQL:
+	// postgresql.auto.conf and a reload, taken back if new sessions then
+	// fail; MariaDB: SET GLOBAL, and the server's options at its next
+	// start). A setting only a restart applies rolls the pods, replicas
+	// first, the primary after a switchover. Removing a setting resets
+	// it. Settings dbpilot manages itself (listening, files, replication,
+	// archiving, recovery, TLS, synchronous commit) are rejected. MySQL
+	// takes none yet.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=64
 	// +kubebuilder:validation:XValidation:rule="self.all(k, k.size() <= 63 && k.matches('^[a-z][a-z0-9_]*([.][a-z][a-z0-9_]*)?$'))",message="spec.parameters: a name is a setting's as the engine shows it (SHOW, SHOW VARIABLES): lowercase letters, digits and _, with one . for a PostgreSQL extension's setting, at most 63 characters"
-	// +kubebuilder:validation:XValidation:rule="self.all(k, !(k in ['listen_addresses', 'port', 'data_directory', 'hba_file', 'ident_file', 'config_file', 'external_pid_file', 'unix_socket_directories', 'unix_socket_group', 'unix_socket_permissions', 'wal_level', 'max_wal_senders', 'max_replication_slots', 'hot_standby', 'full_page_writes', 'synchronous_standby_names', 'synchronous_commit', 'password_encryption', 'log_destination', 'logging_collector', 'archive_mode', 'archive_command', 'archive_library', 'archive_timeout', 'restore_command', 'archive_cleanup_command', 'recovery_end_command', 'primary_conninfo', 'primary_slot_name', 'promote_trigger_file', 'max_slot_wal_keep_size', 'wal_keep_size', 'include', 'include_if_exists', 'include_dir'] || k.startsWith('ssl') || k.startsWith('recovery_target')))",message="spec.parameters: dbpilot sets listening, files, replication, archiving, recovery, TLS (ssl*) and synchronous commit itself"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, !(k in ['listen_addresses', 'port', 'data_directory', 'hba_file', 'ident_file', 'config_file', 'external_pid_file', 'unix_socket_directories', 'unix_socket_group', 'unix_socket_permissions', 'wal_level', 'max_wal_senders', 'max_replication_slots', 'hot_standby', 'full_page_writes', 'synchronous_standby_names', 'synchronous_commit', 'password_encryption', 'log_destination', 'logging_collector', 'archive_mode', 'archive_command', 'archive_library', 'archive_timeout', 'restore_command', 'archive_cleanup_command', 'recovery_end_command', 'primary_conninfo', 'primary_slot_name', 'promote_trigger_file', 'max_slot_wal_keep_size', 'wal_keep_size', 'include', 'include_if_exists', 'include_dir', 'recovery_min_apply_delay', 'db_user_namespace', 'huge_pages'] || k.startsWith('ssl') || k.startsWith('recovery_target')))",message="spec.parameters: dbpilot sets listening, files, replication, archiving, recovery, TLS (ssl*), synchronous commit, huge pages and db_user_namespace itself"
 	// +kubebuilder:validation:XValidation:rule="self.all(k, !self[k].matches('[\\x00-\\x1f\\x7f]'))",message="spec.parameters: a value must not hold a control character (a newline, a tab)"
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Parameters"
 	Parameters map[string]ParameterValue `json:"parameters,omitempty"`

@@ -282,7 +282,20 @@ func (e *Engine) connect(ctx context.Context, creds instance.Credentials) (*sql.
 		return nil, err
 	}
 	cfg.User = osUser
+	cfg.Params = ownSessionSettings
 	return open(ctx, cfg)
+}
+
+// ownSessionSettings keep the program's MariaDB sessions as dbpilot needs
+// them whatever spec.parameters set for everyone: committing each
+// statement, never timed out, in the server's default SQL mode, and out
+// of the general and slow query logs (its statements carry passwords).
+var ownSessionSettings = map[string]string{
+	"autocommit":         "1",
+	"max_statement_time": "0",
+	"sql_mode":           "'STRICT_TRANS_TABLES,ERROR_FOR_DIVISION_BY_ZERO,NO_AUTO_CREATE_USER,NO_ENGINE_SUBSTITUTION'",
+	"sql_log_off":        "1",
+	"slow_query_log":     "0",
 }
 
 func open(ctx context.Context, cfg *driver.Config) (*sql.DB, error) {

@@ -167,7 +167,7 @@ func (e *Engine) FollowParameters(ctx context.Context, running bool) (string, er
 	if err != nil {
 		return "", err
 	}
-	if err := writeFileAtomically(acceptedPath, encoded); err != nil {
+	if err := instance.WriteFileDurably(acceptedPath, encoded); err != nil {
 		return "", err
 	}
 	if running {
@@ -306,14 +306,4 @@ func HelpValues(help string) map[string]string {
 		values[name] = strings.TrimSpace(value)
 	}
 	return values
-}
-
-// writeFileAtomically replaces a file of the datadir (mode 0600) so that
-// a reader sees the former content or the new one.
-func writeFileAtomically(path string, content []byte) error {
-	tmp := path + ".dbpilot"
-	if err := os.WriteFile(tmp, content, 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
 }

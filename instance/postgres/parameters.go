@@ -10,9 +10,13 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
+	"time"
 
+	"github.com/dbpilot/dbpilot/instance"
 	"github.com/dbpilot/dbpilot/instance/layout"
 )
 
@@ -159,16 +163,21 @@ func (e *Engine) followParameters(ctx context.Context, running bool) (string, er
 		if err := e.writeParametersRecord(append(slices.Clone(managed), names(params)...)); err != nil {
 			return "", err
 		}
-		if err := writeFileAtomically(autoConf, candidate); err != nil {
+		if err := instance.WriteFileDurably(autoConf, []byte(candidate)); err != nil {
 			return "", err
 		}
 	}
 	if err := e.writeParametersRecord(names(params)); err != nil {
 		return "", err
 	}
-	if running {
-		if err := e.reload(ctx); err != nil {
-			return "", fmt.Errorf("reloading spec.parameters: %w", err)
+	if running && candidate != string(existing) {
+		refused, err := e.reloadOrRollBack(ctx, string(existing), managed)
+		if err != nil {
+			return "", err
+		}
+		if refused != "" {
+			e.parameters.settle(string(content), refused)
+			return refused, nil
 		}
 	}
 	e.parameters.settle(string(content), "")
@@ -206,23 +215,14 @@ func (e *Engine) writeParametersRecord(names []string) error {
 	if err == nil && string(existing) == content || errors.Is(err, os.ErrNotExist) && content == "" {
 		return nil
 	}
-	return writeFileAtomically(path, content)
-}
-
-// writeFileAtomically replaces a file of PGDATA (mode 0600) so that a
-// reader sees the former content or the new one.
-func writeFileAtomically(path, content string) error {
-	tmp := path + ".dbpilot"
-	if err := os.WriteFile(tmp, []byte(content), 0o600); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return instance.WriteFileDurably(path, []byte(content))
 }
 
 // checkParameters has the server binary read the configuration file with
 // the candidate postgresql.auto.conf, in a scratch data directory, and
-// says why a start would fail: a name or value it refuses, or a library
-// shared_preload_libraries names that is not installed. "" accepts it.
+// says why a start or a new session would fail: a name or value it
+// refuses, or a library a preload setting names that is not installed.
+// "" accepts it.
 func (e *Engine) checkParameters(ctx context.Context, candidate string) (string, error) {
 	dir, err := os.MkdirTemp("", "dbpilot-parameters-")
 	if err != nil {
@@ -240,17 +240,36 @@ func (e *Engine) checkParameters(ctx context.Context, candidate string) (string,
 	if err := os.WriteFile(filepath.Join(dir, "postgresql.auto.conf"), []byte(candidate), 0o600); err != nil {
 		return "", err
 	}
-	var stdout, stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, "postgres", "-C", "shared_preload_libraries", "-D", dir, "-c", "config_file="+scratchConfig)
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		var exit *exec.ExitError
-		if !errors.As(err, &exit) || ctx.Err() != nil {
-			return "", err
+	for _, libraries := range preloadSettings {
+		var stdout, stderr bytes.Buffer
+		cmd := exec.CommandContext(ctx, "postgres", "-C", libraries.setting, "-D", dir, "-c", "config_file="+scratchConfig)
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		if err := cmd.Run(); err != nil {
+			var exit *exec.ExitError
+			if !errors.As(err, &exit) || ctx.Err() != nil {
+				return "", err
+			}
+			return ServerRefusal(stderr.String()), nil
 		}
-		return ServerRefusal(stderr.String()), nil
+		missing, err := missingLibraries(cmd.Path, libraries, strings.TrimSpace(stdout.String()))
+		if missing != "" || err != nil {
+			return missing, err
+		}
 	}
-	return missingLibraries(cmd.Path, strings.TrimSpace(stdout.String()))
+	return "", nil
+}
+
+// preloadLibraries is a setting that names libraries the server loads,
+// and where it looks for them ($libdir, or a directory in it).
+type preloadLibraries struct{ setting, dir string }
+
+// preloadSettings name libraries that must be installed: at the start
+// (shared), or at every new session, the program's own included
+// (session, local), which a missing one would refuse.
+var preloadSettings = []preloadLibraries{
+	{"shared_preload_libraries", ""},
+	{"session_preload_libraries", ""},
+	{"local_preload_libraries", "plugins"},
 }
 
 // refusalNoise are the parts of the server's messages that name the
@@ -281,10 +300,10 @@ func ServerRefusal(output string) string {
 	return strings.Join(messages, "; ")
 }
 
-// missingLibraries says which of the libraries shared_preload_libraries
-// lists (its value as the server reads it) are not installed beside the
-// server at serverPath (its package's lib directory, $libdir), or "".
-func missingLibraries(serverPath, libraries string) (string, error) {
+// missingLibraries says which of the libraries a preload setting lists
+// (its value as the server reads it) are not installed beside the server
+// at serverPath (its package's lib directory, $libdir), or "".
+func missingLibraries(serverPath string, preload preloadLibraries, libraries string) (string, error) {
 	if libraries == "" {
 		return "", nil
 	}
@@ -301,7 +320,7 @@ func missingLibraries(serverPath, libraries string) (string, error) {
 		}
 		path := strings.Replace(library, "$libdir", libdir, 1)
 		if !strings.Contains(path, "/") {
-			path = filepath.Join(libdir, path)
+			path = filepath.Join(libdir, preload.dir, path)
 		}
 		if filepath.Ext(path) == "" {
 			path += ".so"
@@ -313,5 +332,71 @@ func missingLibraries(serverPath, libraries string) (string, error) {
 	if len(missing) == 0 {
 		return "", nil
 	}
-	return fmt.Sprintf("shared_preload_libraries names %s, not installed in %s: the server would not start", strings.Join(missing, ", "), libdir), nil
+	return fmt.Sprintf("%s names %s, not installed in %s: the server would refuse to start or every new session",
+		preload.setting, strings.Join(missing, ", "), filepath.Join(libdir, preload.dir)), nil
+}
+
+// sessionCheckAttempts and sessionCheckInterval bound how long a new
+// session is tried after a reload before the settings are taken back.
+const (
+	sessionCheckAttempts = 3
+	sessionCheckInterval = 500 * time.Millisecond
+)
+
+// reloadOrRollBack has the server reload the settings just written, and
+// takes them back (formerAutoConf and formerRecord written again, the
+// server reloaded) when a new session then fails: settings that refuse
+// every session would lock out the program too, and with it any later
+// fix. The reload is a signal to the postmaster, which needs no session.
+func (e *Engine) reloadOrRollBack(ctx context.Context, formerAutoConf string, formerRecord []string) (string, error) {
+	if err := e.signalReload(); err != nil {
+		return "", fmt.Errorf("reloading spec.parameters: %w", err)
+	}
+	var failure error
+	for range sessionCheckAttempts {
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-time.After(sessionCheckInterval):
+		}
+		if failure = e.newSession(ctx); failure == nil {
+			return "", nil
+		}
+	}
+	if err := instance.WriteFileDurably(filepath.Join(e.DataDir, "postgresql.auto.conf"), []byte(formerAutoConf)); err != nil {
+		return "", err
+	}
+	if err := e.writeParametersRecord(formerRecord); err != nil {
+		return "", err
+	}
+	if err := e.signalReload(); err != nil {
+		return "", fmt.Errorf("reloading the former settings: %w", err)
+	}
+	return fmt.Sprintf("a new session fails with them (%v), so the former settings are back", failure), nil
+}
+
+// signalReload has the postmaster (postmaster.pid's first line) read its
+// configuration again.
+func (e *Engine) signalReload() error {
+	content, err := os.ReadFile(filepath.Join(e.DataDir, "postmaster.pid"))
+	if err != nil {
+		return err
+	}
+	line, _, _ := strings.Cut(string(content), "\n")
+	pid, err := strconv.Atoi(strings.TrimSpace(line))
+	if err != nil || pid <= 0 {
+		return fmt.Errorf("postmaster.pid names no process: %q", line)
+	}
+	return syscall.Kill(pid, syscall.SIGHUP)
+}
+
+// newSession opens a session and runs a statement in it.
+func (e *Engine) newSession(ctx context.Context) error {
+	conn, err := e.connect(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, "SELECT 1")
+	return err
 }

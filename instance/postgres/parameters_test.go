@@ -61,14 +61,17 @@ func TestMissingLibrariesLooksBesideTheServer(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if got, err := missingLibraries(server, `pg_stat_statements, "$libdir/auto_explain"`); err != nil || got != "" {
+	if got, err := missingLibraries(server, preloadSettings[0], `pg_stat_statements, "$libdir/auto_explain"`); err != nil || got != "" {
 		t.Errorf("installed libraries refused: %q, %v", got, err)
 	}
-	got, err := missingLibraries(server, "pg_stat_statements,timescaledb")
+	got, err := missingLibraries(server, preloadSettings[1], "pg_stat_statements,timescaledb")
 	if err != nil || !strings.Contains(got, `"timescaledb"`) || strings.Contains(got, "pg_stat_statements") {
 		t.Errorf("a missing library: %q, %v", got, err)
 	}
-	if got, err := missingLibraries(server, ""); err != nil || got != "" {
+	if got, err := missingLibraries(server, preloadSettings[2], "auto_explain"); err != nil || !strings.Contains(got, filepath.Join(dir, "lib", "plugins")) {
+		t.Errorf("local_preload_libraries looks in $libdir/plugins: %q, %v", got, err)
+	}
+	if got, err := missingLibraries(server, preloadSettings[0], ""); err != nil || got != "" {
 		t.Errorf("no library: %q, %v", got, err)
 	}
 }

@@ -239,6 +239,7 @@ func (e *Engine) ServerCommand() *exec.Cmd {
 		args = append(args, RestoreArgs(programPath(), e.Restore.TargetTime)...)
 	}
 	args = append(args, TLSArgs(e.TLS, e.verifiesClients())...)
+	args = append(args, e.standbyFloorArgs()...)
 	args = append(args, e.ExtraArgs...)
 	return exec.Command("postgres", args...)
 }
@@ -303,6 +304,21 @@ func (e *Engine) ReloadTLS(ctx context.Context) error {
 // writes a checkpoint.
 func (e *Engine) StopSignal() os.Signal { return syscall.SIGINT }
 
+// ownSessionSettings keep the program's sessions as dbpilot needs them
+// whatever spec.parameters set for everyone: writable, never timed out,
+// and never logging a statement (they carry the users' password
+// verifiers).
+var ownSessionSettings = map[string]string{
+	"default_transaction_read_only":       "off",
+	"statement_timeout":                   "0",
+	"lock_timeout":                        "0",
+	"idle_in_transaction_session_timeout": "0",
+	"log_statement":                       "none",
+	"log_min_duration_statement":          "-1",
+	"log_min_error_statement":             "panic",
+	"log_duration":                        "off",
+}
+
 // connect opens a session as the superuser over the Unix socket.
 func (e *Engine) connect(ctx context.Context) (*pgx.Conn, error) {
 	cfg, err := pgx.ParseConfig("")
@@ -316,6 +332,9 @@ func (e *Engine) connect(ctx context.Context) (*pgx.Conn, error) {
 	// The program's own writes (users, slots) do not wait for synchronous
 	// replicas: a new primary has none yet.
 	cfg.RuntimeParams["synchronous_commit"] = "local"
+	for name, value := range ownSessionSettings {
+		cfg.RuntimeParams[name] = value
+	}
 	return pgx.ConnectConfig(ctx, cfg)
 }
 

@@ -2,6 +2,7 @@ package instance_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -110,6 +111,32 @@ func TestPostgresParameters(t *testing.T) {
 	})
 	if got := show("work_mem"); got != "64MB" {
 		t.Errorf("work_mem after a refused file: %s, want 64MB", got)
+	}
+
+	// A library every new session loads that is there but does not
+	// load: applied, then taken back once a new session fails, and the
+	// program's own sessions (and the application's) work again.
+	fake := filepath.Join(dir, "fake.so")
+	pg.writeFile(t, fake, "not a shared object")
+	pg.writeFile(t, parameters, fmt.Sprintf("work_mem = '16MB'\nsession_preload_libraries = '%s'\n", fake))
+	eventually(t, 30*time.Second, "the settings are taken back", func() error {
+		// /status fails while the settings refuse sessions.
+		resp, err := p.client.Get(strings.Replace(p.probe, "/readyz", "/status", 1))
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		var status struct{ ParametersError string }
+		if err := json.NewDecoder(resp.Body).Decode(&status); err != nil {
+			return err
+		}
+		if !strings.Contains(status.ParametersError, "a new session fails with them") {
+			return fmt.Errorf("parametersError %q", status.ParametersError)
+		}
+		return nil
+	})
+	if got := show("work_mem"); got != "64MB" {
+		t.Errorf("work_mem after the settings were taken back: %s, want 64MB", got)
 	}
 
 	// Settings dropped from the file are reset, the new ones apply at
