@@ -49,11 +49,6 @@ func TestPostgresParameters(t *testing.T) {
 		}
 		return value
 	}
-	reported := func(key string) string {
-		t.Helper()
-		value, _ := p.status(t)[key]
-		return fmt.Sprint(value)
-	}
 	// Applied before the first start: a library to preload needs no
 	// restart then.
 	if got := show("work_mem"); got != "64MB" {
@@ -76,14 +71,14 @@ func TestPostgresParameters(t *testing.T) {
 	// (The server looks at values once it knows every name.)
 	pg.writeFile(t, parameters, "work_mem = '1MB'\nwrok_mem = '1MB'\nshared_preload_libraries = 'pg_stat_statements'\n")
 	eventually(t, 30*time.Second, "the unknown name is reported", func() error {
-		if got := reported("parametersError"); !strings.Contains(got, `unrecognized configuration parameter "wrok_mem"`) {
+		if got := p.reported(t, "parametersError"); !strings.Contains(got, `unrecognized configuration parameter "wrok_mem"`) {
 			return fmt.Errorf("parametersError %q", got)
 		}
 		return nil
 	})
 	pg.writeFile(t, parameters, "work_mem = 'lots'\nshared_preload_libraries = 'pg_stat_statements'\n")
 	eventually(t, 30*time.Second, "the invalid value is reported", func() error {
-		if got := reported("parametersError"); !strings.Contains(got, `invalid value for parameter "work_mem": "lots"`) {
+		if got := p.reported(t, "parametersError"); !strings.Contains(got, `invalid value for parameter "work_mem": "lots"`) {
 			return fmt.Errorf("parametersError %q", got)
 		}
 		return nil
@@ -97,14 +92,14 @@ func TestPostgresParameters(t *testing.T) {
 	if got := show("work_mem"); got != "64MB" {
 		t.Errorf("work_mem after a restart with a refused file: %s, want 64MB", got)
 	}
-	if got := reported("parametersError"); !strings.Contains(got, `"work_mem": "lots"`) {
+	if got := p.reported(t, "parametersError"); !strings.Contains(got, `"work_mem": "lots"`) {
 		t.Errorf("after the restart, parametersError %q", got)
 	}
 
 	// A library that is not installed: the server would not start.
 	pg.writeFile(t, parameters, "work_mem = '32MB'\nshared_preload_libraries = 'pg_stat_statements,no_such_library'\n")
 	eventually(t, 30*time.Second, "the missing library is reported", func() error {
-		if got := reported("parametersError"); !strings.Contains(got, `"no_such_library"`) {
+		if got := p.reported(t, "parametersError"); !strings.Contains(got, `"no_such_library"`) {
 			return fmt.Errorf("parametersError %q", got)
 		}
 		return nil
@@ -146,7 +141,7 @@ func TestPostgresParameters(t *testing.T) {
 		if got := show("log_min_duration_statement"); got != "250ms" {
 			return fmt.Errorf("log_min_duration_statement %s", got)
 		}
-		if got := reported("parametersError"); got != "<nil>" {
+		if got := p.reported(t, "parametersError"); got != "<nil>" {
 			return fmt.Errorf("parametersError %q", got)
 		}
 		return nil
@@ -211,11 +206,6 @@ func TestMariaDBParameters(t *testing.T) {
 		}
 		return value
 	}
-	reported := func(key string) string {
-		t.Helper()
-		value, _ := p.status(t)[key]
-		return fmt.Sprint(value)
-	}
 	if got := variable("max_allowed_packet"); got != "67108864" {
 		t.Errorf("max_allowed_packet at the first start: %s, want 67108864", got)
 	}
@@ -226,14 +216,14 @@ func TestMariaDBParameters(t *testing.T) {
 	// An unknown name, then an invalid value: nothing changes.
 	my.writeFile(t, parameters, `{"max_allowed_packet": "32M", "wrong_variable": "1"}`)
 	eventually(t, 30*time.Second, "the unknown name is reported", func() error {
-		if got := reported("parametersError"); !strings.Contains(got, "unknown variable 'wrong_variable=1'") {
+		if got := p.reported(t, "parametersError"); !strings.Contains(got, "unknown variable 'wrong_variable=1'") {
 			return fmt.Errorf("parametersError %q", got)
 		}
 		return nil
 	})
 	my.writeFile(t, parameters, `{"max_allowed_packet": "lots"}`)
 	eventually(t, 30*time.Second, "the invalid value is reported", func() error {
-		if got := reported("parametersError"); !strings.Contains(got, "Error while setting value 'lots' to 'max_allowed_packet'") {
+		if got := p.reported(t, "parametersError"); !strings.Contains(got, "Error while setting value 'lots' to 'max_allowed_packet'") {
 			return fmt.Errorf("parametersError %q", got)
 		}
 		return nil
@@ -246,7 +236,7 @@ func TestMariaDBParameters(t *testing.T) {
 	if got := variable("max_allowed_packet"); got != "67108864" {
 		t.Errorf("max_allowed_packet after a restart with a refused set: %s, want 67108864", got)
 	}
-	if got := reported("parametersError"); !strings.Contains(got, "'lots'") {
+	if got := p.reported(t, "parametersError"); !strings.Contains(got, "'lots'") {
 		t.Errorf("after the restart, parametersError %q", got)
 	}
 
@@ -257,7 +247,7 @@ func TestMariaDBParameters(t *testing.T) {
 		if got := variable("long_query_time"); got != "5" {
 			return fmt.Errorf("long_query_time %s", got)
 		}
-		if got := reported("parametersError"); got != "<nil>" {
+		if got := p.reported(t, "parametersError"); got != "<nil>" {
 			return fmt.Errorf("parametersError %q", got)
 		}
 		return nil
@@ -276,8 +266,15 @@ func TestMariaDBParameters(t *testing.T) {
 	if got := variable("back_log"); got != "100" {
 		t.Errorf("back_log after the restart: %s, want 100", got)
 	}
-	if got := reported("pendingRestart"); got != "<nil>" {
+	if got := p.reported(t, "pendingRestart"); got != "<nil>" {
 		t.Errorf("pendingRestart after the restart: %s", got)
 	}
 	p.stop(t)
+}
+
+// reported is a field of the program's /status as printed, "<nil>" when
+// absent.
+func (p *program) reported(t testing.TB, key string) string {
+	t.Helper()
+	return fmt.Sprint(p.status(t)[key])
 }
