@@ -64,7 +64,7 @@ func TestInvalidDatabasesAreRejected(t *testing.T) {
 		{name: "mariadb TLS parameters", spec: "  engine: mariadb\n  parameters: {ssl_cipher: HIGH}\n", wantField: "spec.parameters", wantText: "TLS (ssl*)"},
 		{name: "parameter name with a space", spec: validSpec + "  parameters: {\"work mem\": 64MB}\n", wantField: "spec.parameters", wantText: "a name is a setting's as the engine shows it"},
 		{name: "parameter name in capitals", spec: validSpec + "  parameters: {Work_Mem: 64MB}\n", wantField: "spec.parameters", wantText: "lowercase letters"},
-		{name: "parameters dbpilot sets", spec: validSpec + "  parameters: {port: \"5433\", ssl_ciphers: HIGH, work_mem: 64MB, synchronous_commit: \"off\"}\n", wantField: "spec.parameters", wantText: "dbpilot sets listening, files, replication, archiving, recovery, TLS (ssl*) and synchronous commit itself"},
+		{name: "parameters dbpilot sets", spec: validSpec + "  parameters: {port: \"5433\", ssl_ciphers: HIGH, work_mem: 64MB, synchronous_commit: \"off\"}\n", wantField: "spec.parameters", wantText: "dbpilot sets listening, files, replication, archiving, recovery, TLS (ssl*), synchronous commit, huge pages and db_user_namespace itself"},
 		{name: "parameter value with a newline", spec: validSpec + "  parameters: {log_line_prefix: \"a\\nport = 1\"}\n", wantField: "spec.parameters", wantText: "must not hold a control character"},
 		{name: "parameter value too long", spec: validSpec + "  parameters: {application_name: " + strings.Repeat("x", 1025) + "}\n", wantField: "spec.parameters.application_name", wantText: "1024"},
 	}
