@@ -28,10 +28,7 @@ var tierRestartSettings = []string{"shared_buffers", "max_connections"}
 // left out: the roll under way restarts it anyway, so an edit meanwhile
 // that waits for no restart rolls nothing again.
 func parametersRestart(db *dbpilotv1alpha1.Database, live *appsv1.StatefulSet, pods []corev1.Pod, reports map[string]layout.InstanceStatus) string {
-	current := ""
-	if live != nil {
-		current = live.Spec.Template.Annotations[desired.AnnotationParametersRestart]
-	}
+	current := liveParametersRestart(live)
 	if _, _, ok := desired.ParametersFile(db); !ok {
 		return current
 	}
@@ -61,7 +58,11 @@ func tiersOwn(db *dbpilotv1alpha1.Database, pod *corev1.Pod, name string) bool {
 }
 
 // liveParametersRestart is the live template's
-// AnnotationParametersRestart, the one its hash was computed with.
+// AnnotationParametersRestart, the one its hash was computed with ("" with
+// no StatefulSet yet).
 func liveParametersRestart(live *appsv1.StatefulSet) string {
+	if live == nil {
+		return ""
+	}
 	return live.Spec.Template.Annotations[desired.AnnotationParametersRestart]
 }

@@ -3,6 +3,8 @@ package instance
 import (
 	"context"
 	"os"
+	"slices"
+	"sync"
 )
 
 // ConfigFollower is an engine that takes its changed configuration file
@@ -21,7 +23,8 @@ type ConfigFollower interface {
 type ParametersFollower interface {
 	// FollowParameters applies the parameters when they changed since
 	// the last call that applied or refused them; running says whether
-	// the server runs. It says why when it refuses them.
+	// the server runs. It says why, in the server's words, when it
+	// refuses them.
 	FollowParameters(ctx context.Context, running bool) (refused string, err error)
 }
 
@@ -43,3 +46,45 @@ func (f *FollowedFile) Changed(path string) (string, bool, error) {
 
 // Applied records content as applied.
 func (f *FollowedFile) Applied(content string) { f.applied = &content }
+
+// ParametersState is what an engine last made of the Database's
+// spec.parameters: the content it last applied or refused, why it refuses
+// it, and the settings that wait for the server's next start. The
+// supervisor's loop writes it; the status handler reads what it reports.
+type ParametersState struct {
+	// seen is the content last applied or refused; nil before the first.
+	// Only the supervisor's loop uses it.
+	seen *string
+
+	mu       sync.Mutex
+	refused  string
+	awaiting []string
+}
+
+// Seen reports whether content was the last applied or refused.
+func (s *ParametersState) Seen(content string) bool {
+	return s.seen != nil && *s.seen == content
+}
+
+// Settle records content as applied (refused empty) or refused, and why.
+func (s *ParametersState) Settle(content, refused string) {
+	s.seen = &content
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.refused = refused
+}
+
+// Await adds settings that wait for the server's next start.
+func (s *ParametersState) Await(names []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.awaiting = slices.Compact(slices.Sorted(slices.Values(append(s.awaiting, names...))))
+}
+
+// Report is why the parameters are refused ("" when they are not), and
+// the settings Await recorded.
+func (s *ParametersState) Report() (refused string, awaiting []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.refused, slices.Clone(s.awaiting)
+}

@@ -220,7 +220,7 @@ func Run(ctx context.Context, engine Engine, files CredentialFiles, probes Probe
 		if refused, err := follower.FollowParameters(ctx, false); err != nil {
 			log.Error("applying spec.parameters before the start; retrying once the engine runs", "error", err.Error())
 		} else if refused != "" {
-			log.Error("starting with the settings as they were", "refused", refused)
+			log.Error("the server refuses spec.parameters: starting with the settings as they were", "refused", refused)
 		}
 	}
 	server := engine.ServerCommand()
@@ -368,7 +368,7 @@ func Run(ctx context.Context, engine Engine, files CredentialFiles, probes Probe
 				if refused, err := follower.FollowParameters(followCtx, true); err != nil {
 					log.Error("applying spec.parameters; retrying", "error", err.Error())
 				} else if refused != "" {
-					log.Error("keeping the settings as they were", "refused", refused)
+					log.Error("the server refuses spec.parameters: keeping the settings as they were", "refused", refused)
 				}
 				cancel()
 			}

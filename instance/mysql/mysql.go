@@ -92,7 +92,7 @@ type Engine struct {
 	// only the supervisor's loop uses it.
 	followedConfig instance.FollowedFile
 	// parameters is what the program made of spec.parameters.
-	parameters parametersState
+	parameters instance.ParametersState
 	// binlogs is what the primary's binary log archiving has done.
 	binlogs binlogArchive
 }

@@ -13,7 +13,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 
 	driver "github.com/go-sql-driver/mysql"
 
@@ -43,42 +42,6 @@ const acceptedParameters = "dbpilot-parameters.json"
 // errReadOnlyVariable is MariaDB's "Variable '%s' is a read only
 // variable": it is only set at a start.
 const errReadOnlyVariable = 1238
-
-// parametersState is what the program last made of the parameters file.
-type parametersState struct {
-	// seen is the file's content last applied or refused; nil before
-	// the first. Only the supervisor's loop uses it.
-	seen *string
-
-	mu sync.Mutex
-	// refused says why the server does not run with the file; empty when
-	// it does.
-	refused string
-	// pending are the variables of spec.parameters this server takes
-	// only at its next start.
-	pending []string
-}
-
-func (s *parametersState) settle(content, refused string) {
-	s.seen = &content
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.refused = refused
-}
-
-func (s *parametersState) waiting(names []string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.pending = slices.Compact(slices.Sorted(slices.Values(append(s.pending, names...))))
-}
-
-// report is why the file is refused ("" when it is not), and the
-// variables waiting for a restart.
-func (s *parametersState) report() (string, []string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.refused, slices.Clone(s.pending)
-}
 
 // parametersFile is the mounted file of spec.parameters, beside the
 // generated configuration.
@@ -139,7 +102,7 @@ func (e *Engine) FollowParameters(ctx context.Context, running bool) (string, er
 	if err != nil {
 		return "", err
 	}
-	if seen := e.parameters.seen; seen != nil && *seen == content {
+	if e.parameters.Seen(content) {
 		return "", nil
 	}
 	if initialized, err := e.Initialized(); err != nil || !initialized {
@@ -152,7 +115,7 @@ func (e *Engine) FollowParameters(ctx context.Context, running bool) (string, er
 	}
 	if maps.Equal(params, accepted) {
 		// The server runs with the accepted set (its command line).
-		e.parameters.settle(content, "")
+		e.parameters.Settle(content, "")
 		return "", nil
 	}
 	effective, refused, err := e.checkParameters(ctx, params)
@@ -160,8 +123,8 @@ func (e *Engine) FollowParameters(ctx context.Context, running bool) (string, er
 		return "", fmt.Errorf("checking spec.parameters: %w", err)
 	}
 	if refused != "" {
-		e.parameters.settle(content, refused)
-		return "the server refuses spec.parameters: " + refused, nil
+		e.parameters.Settle(content, refused)
+		return refused, nil
 	}
 	encoded, err := json.Marshal(params)
 	if err != nil {
@@ -176,9 +139,9 @@ func (e *Engine) FollowParameters(ctx context.Context, running bool) (string, er
 		if err != nil {
 			return "", err
 		}
-		e.parameters.waiting(waiting)
+		e.parameters.Await(waiting)
 	}
-	e.parameters.settle(content, "")
+	e.parameters.Settle(content, "")
 	return "", nil
 }
 

@@ -17,7 +17,7 @@ func (e *Engine) Status(ctx context.Context) (instance.Status, error) {
 	}
 	defer db.Close()
 	s := instance.Status{Role: layout.RolePrimary}
-	s.ParametersError, s.PendingRestart = e.parameters.report()
+	s.ParametersError, s.PendingRestart = e.parameters.Report()
 	if err := db.QueryRowContext(ctx, "SELECT @@version").Scan(&s.Version); err != nil {
 		return instance.Status{}, err
 	}

@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -37,33 +36,6 @@ import (
 // it, so a setting made by hand with ALTER SYSTEM stays unless
 // spec.parameters names it.
 const parametersRecord = "dbpilot-parameters"
-
-// parametersState is what the program last made of the parameters file.
-type parametersState struct {
-	// seen is the file's content last applied or refused; nil before
-	// the first. Only the supervisor's loop uses it.
-	seen *string
-
-	mu sync.Mutex
-	// refused says why the engine does not run with the file; empty
-	// when it does.
-	refused string
-}
-
-func (s *parametersState) settle(content, refused string) {
-	s.seen = &content
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.refused = refused
-}
-
-// refusal says why the engine does not run with the parameters file, or
-// "".
-func (s *parametersState) refusal() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.refused
-}
 
 // parameter is one line of the parameters file.
 type parameter struct{ name, line string }
@@ -111,14 +83,6 @@ func (e *Engine) parametersFile() string {
 // file is applied. An error is only returned for what a later call may
 // get past.
 func (e *Engine) FollowParameters(ctx context.Context, running bool) (string, error) {
-	refused, err := e.followParameters(ctx, running)
-	if refused != "" {
-		return fmt.Sprintf("the server refuses spec.parameters: %s", refused), nil
-	}
-	return "", err
-}
-
-func (e *Engine) followParameters(ctx context.Context, running bool) (string, error) {
 	if e.ConfigFile == "" {
 		return "", nil
 	}
@@ -126,7 +90,7 @@ func (e *Engine) followParameters(ctx context.Context, running bool) (string, er
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return "", err
 	}
-	if seen := e.parameters.seen; seen != nil && *seen == string(content) {
+	if e.parameters.Seen(string(content)) {
 		return "", nil
 	}
 	if initialized, err := e.Initialized(); err != nil || !initialized {
@@ -139,7 +103,7 @@ func (e *Engine) followParameters(ctx context.Context, running bool) (string, er
 	params := parseParameters(string(content))
 	if len(params) == 0 && len(managed) == 0 {
 		// Nothing set, nothing to reset: no check to run.
-		e.parameters.settle(string(content), "")
+		e.parameters.Settle(string(content), "")
 		return "", nil
 	}
 	autoConf := filepath.Join(e.DataDir, "postgresql.auto.conf")
@@ -154,7 +118,7 @@ func (e *Engine) followParameters(ctx context.Context, running bool) (string, er
 			return "", fmt.Errorf("checking spec.parameters: %w", err)
 		}
 		if refused != "" {
-			e.parameters.settle(string(content), refused)
+			e.parameters.Settle(string(content), refused)
 			return refused, nil
 		}
 		// The record names the former settings and the new ones until
@@ -176,11 +140,11 @@ func (e *Engine) followParameters(ctx context.Context, running bool) (string, er
 			return "", err
 		}
 		if refused != "" {
-			e.parameters.settle(string(content), refused)
+			e.parameters.Settle(string(content), refused)
 			return refused, nil
 		}
 	}
-	e.parameters.settle(string(content), "")
+	e.parameters.Settle(string(content), "")
 	return "", nil
 }
 

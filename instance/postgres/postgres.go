@@ -67,7 +67,7 @@ type Engine struct {
 	// only the supervisor's loop uses it.
 	followedConfig instance.FollowedFile
 	// parameters is what the program made of spec.parameters.
-	parameters parametersState
+	parameters instance.ParametersState
 	// clientsVerified is verifiesClients' answer, once given.
 	clientsVerified *bool
 }

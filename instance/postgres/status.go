@@ -45,7 +45,7 @@ func (e *Engine) Status(ctx context.Context) (instance.Status, error) {
 	if err := conn.QueryRow(ctx, pendingRestartQuery).Scan(&s.PendingRestart); err != nil {
 		return instance.Status{}, err
 	}
-	s.ParametersError = e.parameters.refusal()
+	s.ParametersError, _ = e.parameters.Report()
 	s.Role = layout.RolePrimary
 	if recovering {
 		s.Role = layout.RoleReplica
