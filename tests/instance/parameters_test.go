@@ -70,19 +70,9 @@ func TestPostgresParameters(t *testing.T) {
 	// status says what the server refused.
 	// (The server looks at values once it knows every name.)
 	pg.writeFile(t, parameters, "work_mem = '1MB'\nwrok_mem = '1MB'\nshared_preload_libraries = 'pg_stat_statements'\n")
-	eventually(t, 30*time.Second, "the unknown name is reported", func() error {
-		if got := p.reported(t, "parametersError"); !strings.Contains(got, `unrecognized configuration parameter "wrok_mem"`) {
-			return fmt.Errorf("parametersError %q", got)
-		}
-		return nil
-	})
+	p.awaitRefusal(t, "the unknown name is reported", `unrecognized configuration parameter "wrok_mem"`)
 	pg.writeFile(t, parameters, "work_mem = 'lots'\nshared_preload_libraries = 'pg_stat_statements'\n")
-	eventually(t, 30*time.Second, "the invalid value is reported", func() error {
-		if got := p.reported(t, "parametersError"); !strings.Contains(got, `invalid value for parameter "work_mem": "lots"`) {
-			return fmt.Errorf("parametersError %q", got)
-		}
-		return nil
-	})
+	p.awaitRefusal(t, "the invalid value is reported", `invalid value for parameter "work_mem": "lots"`)
 	if got := show("work_mem"); got != "64MB" {
 		t.Errorf("work_mem after a refused file: %s, want 64MB", got)
 	}
@@ -98,12 +88,7 @@ func TestPostgresParameters(t *testing.T) {
 
 	// A library that is not installed: the server would not start.
 	pg.writeFile(t, parameters, "work_mem = '32MB'\nshared_preload_libraries = 'pg_stat_statements,no_such_library'\n")
-	eventually(t, 30*time.Second, "the missing library is reported", func() error {
-		if got := p.reported(t, "parametersError"); !strings.Contains(got, `"no_such_library"`) {
-			return fmt.Errorf("parametersError %q", got)
-		}
-		return nil
-	})
+	p.awaitRefusal(t, "the missing library is reported", `"no_such_library"`)
 	if got := show("work_mem"); got != "64MB" {
 		t.Errorf("work_mem after a refused file: %s, want 64MB", got)
 	}
@@ -215,19 +200,9 @@ func TestMariaDBParameters(t *testing.T) {
 
 	// An unknown name, then an invalid value: nothing changes.
 	my.writeFile(t, parameters, `{"max_allowed_packet": "32M", "wrong_variable": "1"}`)
-	eventually(t, 30*time.Second, "the unknown name is reported", func() error {
-		if got := p.reported(t, "parametersError"); !strings.Contains(got, "unknown variable 'wrong_variable=1'") {
-			return fmt.Errorf("parametersError %q", got)
-		}
-		return nil
-	})
+	p.awaitRefusal(t, "the unknown name is reported", "unknown variable 'wrong_variable=1'")
 	my.writeFile(t, parameters, `{"max_allowed_packet": "lots"}`)
-	eventually(t, 30*time.Second, "the invalid value is reported", func() error {
-		if got := p.reported(t, "parametersError"); !strings.Contains(got, "Error while setting value 'lots' to 'max_allowed_packet'") {
-			return fmt.Errorf("parametersError %q", got)
-		}
-		return nil
-	})
+	p.awaitRefusal(t, "the invalid value is reported", "Error while setting value 'lots' to 'max_allowed_packet'")
 	if got := variable("max_allowed_packet"); got != "67108864" {
 		t.Errorf("max_allowed_packet after refused sets: %s, want 67108864", got)
 	}
@@ -277,4 +252,16 @@ func TestMariaDBParameters(t *testing.T) {
 func (p *program) reported(t testing.TB, key string) string {
 	t.Helper()
 	return fmt.Sprint(p.status(t)[key])
+}
+
+// awaitRefusal waits until the program's /status says it refuses the
+// parameters with a message holding want.
+func (p *program) awaitRefusal(t testing.TB, what, want string) {
+	t.Helper()
+	eventually(t, 30*time.Second, what, func() error {
+		if got := p.reported(t, "parametersError"); !strings.Contains(got, want) {
+			return fmt.Errorf("parametersError %q", got)
+		}
+		return nil
+	})
 }
