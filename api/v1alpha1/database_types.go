@@ -247,6 +247,13 @@ type DatabaseSpec struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Parameters"
 	Parameters map[string]ParameterValue `json:"parameters,omitempty"`
 
+	// scheduling says which nodes the pods may run on (nodeSelector,
+	// tolerations), how they keep apart (podAntiAffinity) and their
+	// PriorityClass. A change rolls the pods, replicas first.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Scheduling",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:fieldGroup:scheduling"}
+	Scheduling *SchedulingSpec `json:"scheduling,omitempty"`
+
 	// deletionPolicy says what happens to the volumes when the Database is
 	// deleted: Retain (the default) keeps the PersistentVolumeClaims and labels
 	// them with the Database's name; Delete removes them. Scaling down never

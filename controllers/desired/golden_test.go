@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -20,7 +21,8 @@ var update = flag.Bool("update", false, "rewrite the golden files from the build
 
 // goldenDatabases cover each engine, one and several pods, a tier above the
 // default, a storage class and deletionPolicy Delete, backups to S3 and to
-// the claim dbpilot creates, and a restore.
+// the claim dbpilot creates, a restore, and scheduling (node selector,
+// tolerations, required anti-affinity per zone, a PriorityClass).
 func goldenDatabases() map[string]*dbpilotv1alpha1.Database {
 	meta := func(name string) metav1.ObjectMeta {
 		return metav1.ObjectMeta{Name: name, Namespace: "shop", UID: "0b6f0a8e-2f0e-4a7e-9f4c-000000000001"}
@@ -44,6 +46,15 @@ func goldenDatabases() map[string]*dbpilotv1alpha1.Database {
 			Engine: dbpilotv1alpha1.EngineMySQL, Version: "8.4.3", Replicas: ptr.To[int32](3), Tier: dbpilotv1alpha1.TierLarge,
 			Storage:        &dbpilotv1alpha1.StorageSpec{Size: ptr.To(resource.MustParse("100Gi")), StorageClassName: ptr.To("fast")},
 			DeletionPolicy: dbpilotv1alpha1.DeletionPolicyDelete,
+			Scheduling: &dbpilotv1alpha1.SchedulingSpec{
+				NodeSelector: map[string]dbpilotv1alpha1.LabelValue{"pool": "databases", "example.com/disk": "nvme"},
+				Tolerations: []dbpilotv1alpha1.Toleration{
+					{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "databases", Effect: corev1.TaintEffectNoSchedule},
+					{Key: "node.kubernetes.io/unreachable", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](30)},
+				},
+				PodAntiAffinity:   &dbpilotv1alpha1.PodAntiAffinitySpec{Type: dbpilotv1alpha1.PodAntiAffinityRequired, TopologyKey: corev1.LabelTopologyZone},
+				PriorityClassName: "databases",
+			},
 		}},
 		"mariadb-user-credentials": {ObjectMeta: meta("catalog"), Spec: dbpilotv1alpha1.DatabaseSpec{
 			Engine: dbpilotv1alpha1.EngineMariaDB, Replicas: ptr.To[int32](2), Tier: dbpilotv1alpha1.Tier2XLarge,

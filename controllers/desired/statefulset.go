@@ -164,7 +164,7 @@ func PodTemplate(db *dbpilotv1alpha1.Database, images imagecatalog.Catalog, para
 	return corev1ac.PodTemplateSpec().
 		WithLabels(db.CommonLabels()).
 		WithAnnotations(annotations).
-		WithSpec(corev1ac.PodSpec().
+		WithSpec(withScheduling(corev1ac.PodSpec().
 			WithAutomountServiceAccountToken(false).
 			WithEnableServiceLinks(false).
 			WithTerminationGracePeriodSeconds(terminationGracePeriodSeconds).
@@ -175,12 +175,6 @@ func PodTemplate(db *dbpilotv1alpha1.Database, images imagecatalog.Catalog, para
 				WithFSGroup(profile.UserID).
 				WithFSGroupChangePolicy(corev1.FSGroupChangeOnRootMismatch).
 				WithSeccompProfile(corev1ac.SeccompProfile().WithType(corev1.SeccompProfileTypeRuntimeDefault))).
-			WithAffinity(corev1ac.Affinity().WithPodAntiAffinity(corev1ac.PodAntiAffinity().
-				WithPreferredDuringSchedulingIgnoredDuringExecution(corev1ac.WeightedPodAffinityTerm().
-					WithWeight(100).
-					WithPodAffinityTerm(corev1ac.PodAffinityTerm().
-						WithTopologyKey(corev1.LabelHostname).
-						WithLabelSelector(metav1ac.LabelSelector().WithMatchLabels(db.SelectorLabels())))))).
 			WithTopologySpreadConstraints(corev1ac.TopologySpreadConstraint().
 				WithMaxSkew(1).
 				WithTopologyKey(corev1.LabelTopologyZone).
@@ -188,7 +182,7 @@ func PodTemplate(db *dbpilotv1alpha1.Database, images imagecatalog.Catalog, para
 				WithLabelSelector(metav1ac.LabelSelector().WithMatchLabels(db.SelectorLabels()))).
 			WithInitContainers(instanceCopyContainer(images)).
 			WithContainers(databaseContainer(db, images)).
-			WithVolumes(podVolumes(db)...))
+			WithVolumes(podVolumes(db)...), db))
 }
 
 // instanceCopyResources are the copy's requests and limits: equal, so the

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -76,7 +77,53 @@ func Database(r *rand.Rand, namespace, name string) *dbpilotv1alpha1.Database {
 		db.Spec.Autopilot = autopilot(r, replicas, tier, db.Spec.Replication)
 	}
 	db.Spec.Paused = r.IntN(8) == 0
+	if r.IntN(2) == 0 {
+		db.Spec.Scheduling = scheduling(r)
+	}
 	return db
+}
+
+// Label keys and values, taint effects and topology keys the CRD takes in
+// spec.scheduling. No PriorityClass is drawn: one must exist for a pod
+// naming it to be admitted.
+var (
+	labelKeys    = []string{"pool", "node.example.com/disk", "a", strings.Repeat("k", 63), strings.Repeat("p", 200) + "/" + strings.Repeat("n", 63), "A_b.c-D"}
+	labelValues  = []string{"", "databases", "1", strings.Repeat("v", 63), "a-b_c.D"}
+	taintEffects = []corev1.TaintEffect{"", corev1.TaintEffectNoSchedule, corev1.TaintEffectPreferNoSchedule, corev1.TaintEffectNoExecute}
+	topologyKeys = []string{corev1.LabelHostname, corev1.LabelTopologyZone, "rack.example.com/name"}
+)
+
+// scheduling draws spec.scheduling.
+func scheduling(r *rand.Rand) *dbpilotv1alpha1.SchedulingSpec {
+	s := &dbpilotv1alpha1.SchedulingSpec{}
+	if r.IntN(2) == 0 {
+		s.NodeSelector = map[string]dbpilotv1alpha1.LabelValue{}
+		for range 1 + r.IntN(len(labelKeys)) {
+			s.NodeSelector[labelKeys[r.IntN(len(labelKeys))]] = dbpilotv1alpha1.LabelValue(labelValues[r.IntN(len(labelValues))])
+		}
+	}
+	for range r.IntN(4) {
+		t := dbpilotv1alpha1.Toleration{Operator: corev1.TolerationOpEqual, Effect: taintEffects[r.IntN(len(taintEffects))]}
+		switch r.IntN(3) {
+		case 0:
+			t.Operator = corev1.TolerationOpExists
+		case 1:
+			t.Key, t.Operator = labelKeys[r.IntN(len(labelKeys))], corev1.TolerationOpExists
+		default:
+			t.Key, t.Value = labelKeys[r.IntN(len(labelKeys))], dbpilotv1alpha1.LabelValue(labelValues[r.IntN(len(labelValues))])
+		}
+		if t.Effect == corev1.TaintEffectNoExecute && r.IntN(2) == 0 {
+			t.TolerationSeconds = ptr.To(int64(r.IntN(3600)))
+		}
+		s.Tolerations = append(s.Tolerations, t)
+	}
+	if r.IntN(2) == 0 {
+		s.PodAntiAffinity = &dbpilotv1alpha1.PodAntiAffinitySpec{
+			Type:        []dbpilotv1alpha1.PodAntiAffinityType{dbpilotv1alpha1.PodAntiAffinityPreferred, dbpilotv1alpha1.PodAntiAffinityRequired}[r.IntN(2)],
+			TopologyKey: topologyKeys[r.IntN(len(topologyKeys))],
+		}
+	}
+	return s
 }
 
 // ValidName turns any string into a valid Database name.

@@ -67,6 +67,18 @@ func TestInvalidDatabasesAreRejected(t *testing.T) {
 		{name: "parameters dbpilot sets", spec: validSpec + "  parameters: {port: \"5433\", ssl_ciphers: HIGH, work_mem: 64MB, synchronous_commit: \"off\"}\n", wantField: "spec.parameters", wantText: "dbpilot sets listening, files, replication, archiving, recovery, TLS (ssl*), synchronous commit, huge pages and db_user_namespace itself"},
 		{name: "parameter value with a newline", spec: validSpec + "  parameters: {log_line_prefix: \"a\\nport = 1\"}\n", wantField: "spec.parameters", wantText: "must not hold a control character"},
 		{name: "parameter value too long", spec: validSpec + "  parameters: {application_name: " + strings.Repeat("x", 1025) + "}\n", wantField: "spec.parameters.application_name", wantText: "1024"},
+		{name: "node selector key with a space", spec: validSpec + "  scheduling: {nodeSelector: {\"disk type\": ssd}}\n", wantField: "spec.scheduling.nodeSelector", wantText: "a key is a label key"},
+		{name: "node selector value with a slash", spec: validSpec + "  scheduling: {nodeSelector: {pool: a/b}}\n", wantField: "spec.scheduling.nodeSelector.pool", wantText: "should match"},
+		{name: "node selector value too long", spec: validSpec + "  scheduling: {nodeSelector: {pool: " + strings.Repeat("a", 64) + "}}\n", wantField: "spec.scheduling.nodeSelector.pool", wantText: "63"},
+		{name: "toleration operator unknown", spec: validSpec + "  scheduling: {tolerations: [{key: dedicated, operator: In, value: db}]}\n", wantField: "spec.scheduling.tolerations[0].operator", wantText: "Unsupported value"},
+		{name: "toleration effect unknown", spec: validSpec + "  scheduling: {tolerations: [{key: dedicated, value: db, effect: Evict}]}\n", wantField: "spec.scheduling.tolerations[0].effect", wantText: "Unsupported value"},
+		{name: "toleration Exists with a value", spec: validSpec + "  scheduling: {tolerations: [{key: dedicated, operator: Exists, value: db}]}\n", wantField: "spec.scheduling.tolerations[0]", wantText: "operator Exists matches any value"},
+		{name: "toleration without a key", spec: validSpec + "  scheduling: {tolerations: [{value: db, effect: NoSchedule}]}\n", wantField: "spec.scheduling.tolerations[0]", wantText: "needs operator Exists"},
+		{name: "toleration seconds without NoExecute", spec: validSpec + "  scheduling: {tolerations: [{key: dedicated, value: db, effect: NoSchedule, tolerationSeconds: 30}]}\n", wantField: "spec.scheduling.tolerations[0]", wantText: "tolerationSeconds goes with effect NoExecute"},
+		{name: "toleration key not a label key", spec: validSpec + "  scheduling: {tolerations: [{key: \"a b\", value: db}]}\n", wantField: "spec.scheduling.tolerations[0].key", wantText: "should match"},
+		{name: "anti-affinity type unknown", spec: validSpec + "  scheduling: {podAntiAffinity: {type: Always}}\n", wantField: "spec.scheduling.podAntiAffinity.type", wantText: "Unsupported value"},
+		{name: "anti-affinity topology key empty", spec: validSpec + "  scheduling: {podAntiAffinity: {type: Required, topologyKey: \"\"}}\n", wantField: "spec.scheduling.podAntiAffinity.topologyKey", wantText: "at least 1"},
+		{name: "priority class name in capitals", spec: validSpec + "  scheduling: {priorityClassName: Databases}\n", wantField: "spec.scheduling.priorityClassName", wantText: "should match"},
 	}
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -148,6 +160,19 @@ func TestValidChangesAreAccepted(t *testing.T) {
 		"work_mem": "64MB", "auto_explain.log_min_duration": "250ms", "log_line_prefix": `%m [%p] 'x' \ `,
 	}, "spec", "parameters")).To(Succeed())
 	g.Expect(k8sClient.Update(ctx, obj)).To(Succeed())
+
+	// Scheduling as a platform team writes it; the defaults fill in.
+	g.Expect(unstructured.SetNestedField(obj.Object, map[string]any{
+		"nodeSelector":      map[string]any{"pool": "databases", "node.example.com/disk": "nvme"},
+		"tolerations":       []any{map[string]any{"key": "dedicated", "value": "databases", "effect": "NoSchedule"}, map[string]any{"operator": "Exists", "effect": "NoExecute", "tolerationSeconds": int64(60)}},
+		"podAntiAffinity":   map[string]any{"type": "Required"},
+		"priorityClassName": "databases-high",
+	}, "spec", "scheduling")).To(Succeed())
+	g.Expect(k8sClient.Update(ctx, obj)).To(Succeed())
+	g.Expect(obj.Object["spec"].(map[string]any)["scheduling"]).To(And(
+		HaveKeyWithValue("podAntiAffinity", map[string]any{"type": "Required", "topologyKey": "kubernetes.io/hostname"}),
+		HaveKeyWithValue("tolerations", ContainElement(HaveKeyWithValue("operator", "Equal"))),
+	), "the anti-affinity's topology key and a toleration's operator default")
 
 	mariadb := manifest(t, database("valid-mariadb", "  engine: mariadb\n  parameters: {max_allowed_packet: 64M, sql_mode: \"STRICT_ALL_TABLES,NO_ZERO_DATE\", back_log: \"100\"}\n"))
 	g.Expect(k8sClient.Create(ctx, mariadb)).To(Succeed(), "MariaDB variables")
