@@ -118,11 +118,12 @@ help: ## Show the targets.
 # The manager's RBAC comes in two roles: manager-role, from the controllers'
 # markers, holds only namespaced kinds and is granted where the operator
 # watches (OLM: in each target namespace); manager-cluster-role holds the
-# cluster-scoped kinds (internal/storageclass) and is granted cluster-wide.
+# cluster-scoped kinds (internal/storageclass, internal/priorityclass) and is
+# granted cluster-wide.
 manifests: $(CONTROLLER_GEN) ## Generate the CRD and RBAC manifests from the Go markers.
 	$(CONTROLLER_GEN) crd paths="./api/..." output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=manager-role paths="./controllers/..." output:rbac:artifacts:config=config/rbac
-	$(CONTROLLER_GEN) rbac:roleName=manager-cluster-role paths="./internal/storageclass/..." output:rbac:stdout > config/rbac/cluster_role.yaml
+	$(CONTROLLER_GEN) rbac:roleName=manager-cluster-role paths="{./internal/storageclass/...,./internal/priorityclass/...}" output:rbac:stdout > config/rbac/cluster_role.yaml
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Generate the DeepCopy methods of the API types.

@@ -28,6 +28,7 @@ type observation struct {
 	// certificate cannot be issued.
 	clientCertificateProblem string
 	volumeProblem            string
+	schedulingProblem        string
 	// predecessorPending names a child a deleted Database of the same
 	// name still owns.
 	predecessorPending string
@@ -152,6 +153,9 @@ func buildConditions(db *dbpilotv1alpha1.Database, obs observation, current []me
 		set(dbpilotv1alpha1.ConditionProgressing, metav1.ConditionFalse, dbpilotv1alpha1.ReasonPaused,
 			"spec.paused is true: dbpilot changes nothing until it is set to false")
 	case isRolling:
+		if why := unscheduled(obs.pods); len(why) > 0 {
+			message += "; the scheduler cannot place " + strings.Join(why, "; ")
+		}
 		set(dbpilotv1alpha1.ConditionProgressing, metav1.ConditionTrue, reason, message)
 	default:
 		set(dbpilotv1alpha1.ConditionProgressing, metav1.ConditionFalse, reason, message)
@@ -183,11 +187,16 @@ func buildConditions(db *dbpilotv1alpha1.Database, obs observation, current []me
 		set(dbpilotv1alpha1.ConditionDegraded, metav1.ConditionTrue, dbpilotv1alpha1.ReasonRestoreFailed, obs.backup.restoreFailure)
 	case obs.degradingErr != nil:
 		set(dbpilotv1alpha1.ConditionDegraded, metav1.ConditionTrue, dbpilotv1alpha1.ReasonReconcileFailed, obs.degradingErr.Error())
+	case obs.schedulingProblem != "":
+		set(dbpilotv1alpha1.ConditionDegraded, metav1.ConditionTrue, dbpilotv1alpha1.ReasonSchedulingInvalid, obs.schedulingProblem)
 	case obs.volumeProblem != "":
 		set(dbpilotv1alpha1.ConditionDegraded, metav1.ConditionTrue, dbpilotv1alpha1.ReasonVolumeNotExpandable, obs.volumeProblem)
 	case len(stuckPods(obs.pods, now.Time)) > 0:
-		set(dbpilotv1alpha1.ConditionDegraded, metav1.ConditionTrue, dbpilotv1alpha1.ReasonReplicasNotReady,
-			fmt.Sprintf("Pods not ready for more than %s: %s", notReadyTooLong, strings.Join(stuckPods(obs.pods, now.Time), ", ")))
+		message := fmt.Sprintf("Pods not ready for more than %s: %s", notReadyTooLong, strings.Join(stuckPods(obs.pods, now.Time), ", "))
+		if why := unscheduled(obs.pods); len(why) > 0 {
+			message += "; the scheduler cannot place " + strings.Join(why, "; ")
+		}
+		set(dbpilotv1alpha1.ConditionDegraded, metav1.ConditionTrue, dbpilotv1alpha1.ReasonReplicasNotReady, message)
 	default:
 		set(dbpilotv1alpha1.ConditionDegraded, metav1.ConditionFalse, dbpilotv1alpha1.ReasonAsExpected, "Nothing needs attention")
 	}

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -136,6 +137,13 @@ func TestBuildConditions(t *testing.T) {
 			progressingReason: dbpilotv1alpha1.ReasonReconciled, degradedReason: dbpilotv1alpha1.ReasonParametersRefused, phase: "Degraded",
 		},
 		{
+			name: "priority class missing", db: testDatabase(2),
+			obs: observation{primary: "db-0", statefulSet: sts(2, 2, 2, "a", "a"), pods: []corev1.Pod{pod("db-0", true, old), pod("db-1", true, old)},
+				schedulingProblem: "spec.scheduling.priorityClassName: PriorityClass databases does not exist"},
+			available: metav1.ConditionTrue, progressing: metav1.ConditionFalse, degraded: metav1.ConditionTrue,
+			progressingReason: dbpilotv1alpha1.ReasonReconciled, degradedReason: dbpilotv1alpha1.ReasonSchedulingInvalid, phase: "Degraded",
+		},
+		{
 			name: "client certificate authority unusable", db: testDatabase(1),
 			obs: observation{primary: "db-0", statefulSet: sts(1, 1, 1, "a", "a"), pods: []corev1.Pod{pod("db-0", true, old)},
 				clientCertificateProblem: "the client certificate authority in Secret x-client-ca cannot sign"},
@@ -222,5 +230,46 @@ func TestParametersRefusalNamesThePodAndTheServersWords(t *testing.T) {
 	}
 	if got := parametersRefusal(map[string]layout.InstanceStatus{"db-0": {}}); got != "" {
 		t.Errorf("nothing refused, yet %q", got)
+	}
+}
+
+// unschedulable is a pod the scheduler has tried and failed to place since
+// since, in its words.
+func unschedulable(name string, since time.Time, why string) corev1.Pod {
+	p := pod(name, false, since)
+	p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{
+		Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: why,
+	})
+	return p
+}
+
+func TestConditionsSayWhyAPodIsNotScheduled(t *testing.T) {
+	why := "0/3 nodes are available: 3 node(s) didn't match pod anti-affinity rules."
+	// A pod that the scheduler has not yet tried is only starting.
+	pending := pod("db-3", false, testNow.Add(-time.Minute))
+	pending.Status.Conditions = append(pending.Status.Conditions, corev1.PodCondition{Type: corev1.PodScheduled, Status: corev1.ConditionFalse})
+	obs := observation{primary: "db-0", statefulSet: sts(4, 2, 4, "a", "a"), pods: []corev1.Pod{
+		pod("db-0", true, testNow.Add(-time.Hour)), pod("db-1", true, testNow.Add(-time.Hour)),
+		unschedulable("db-2", testNow.Add(-time.Minute), why), pending,
+	}}
+	conditions := buildConditions(testDatabase(4), obs, nil, testNow)
+	progressing := meta.FindStatusCondition(conditions, dbpilotv1alpha1.ConditionProgressing)
+	if want := "the scheduler cannot place db-2: " + why; !strings.Contains(progressing.Message, want) {
+		t.Errorf("Progressing says %q, want it to hold %q", progressing.Message, want)
+	}
+	if strings.Contains(progressing.Message, "db-3") {
+		t.Errorf("Progressing says %q: db-3 was not refused by the scheduler", progressing.Message)
+	}
+	if degraded := meta.FindStatusCondition(conditions, dbpilotv1alpha1.ConditionDegraded); degraded.Status != metav1.ConditionFalse {
+		t.Errorf("a pod the scheduler refused a minute ago degrades the Database: %s", degraded.Message)
+	}
+
+	// Refused for longer than notReadyTooLong, the Database is Degraded,
+	// and says why.
+	obs.pods[2] = unschedulable("db-2", testNow.Add(-time.Hour), why)
+	conditions = buildConditions(testDatabase(4), obs, nil, testNow)
+	degraded := meta.FindStatusCondition(conditions, dbpilotv1alpha1.ConditionDegraded)
+	if degraded.Reason != dbpilotv1alpha1.ReasonReplicasNotReady || !strings.Contains(degraded.Message, "db-2: "+why) {
+		t.Errorf("Degraded = %s: %q, want %s naming db-2 and the scheduler's words", degraded.Reason, degraded.Message, dbpilotv1alpha1.ReasonReplicasNotReady)
 	}
 }

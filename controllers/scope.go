@@ -50,6 +50,9 @@ type scope struct {
 	tlsProblem string
 	// volumeProblem says why a volume could not grow; empty when fine.
 	volumeProblem string
+	// schedulingProblem says what of spec.scheduling does not exist; the
+	// StatefulSet is left as it is while it is set.
+	schedulingProblem string
 	// statefulSetWritten is the generation this pass's write gave the
 	// StatefulSet, 0 without a write: the cached copy read afterwards may
 	// still be older.

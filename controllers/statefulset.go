@@ -40,6 +40,18 @@ func (r *DatabaseReconciler) reconcileStatefulSet(ctx context.Context, s *scope)
 	if err := r.observe(ctx, s); err != nil {
 		return ctrl.Result{}, err
 	}
+	problem, err := r.schedulingProblem(ctx, db)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if problem != "" {
+		// The StatefulSet keeps its pods and their template.
+		s.schedulingProblem = problem
+		if live != nil {
+			s.replicas = ptr.Deref(live.Spec.Replicas, 1)
+		}
+		return ctrl.Result{RequeueAfter: schedulingPoll}, nil
+	}
 	if _, _, parameters := desired.ParametersFile(db); parameters && s.instances == nil {
 		// Whether a setting of spec.parameters waits for a restart.
 		s.instances = readInstances(ctx, s)

@@ -86,6 +86,7 @@ func (r *DatabaseReconciler) writeStatus(ctx context.Context, s *scope, reconcil
 		tlsProblem:               s.tlsProblem,
 		clientCertificateProblem: s.clientCertificateProblem,
 		volumeProblem:            s.volumeProblem,
+		schedulingProblem:        s.schedulingProblem,
 		predecessorPending:       s.predecessorPending,
 		reconcileErr:             reconcileErr,
 		degradingErr:             r.failures.degrading(client.ObjectKeyFromObject(s.db), reconcileErr, r.clock().Now()),

@@ -77,6 +77,11 @@ const ReasonClientCertificateInvalid = "ClientCertificateInvalid"
 // value of spec.parameters, so its settings stay as they were.
 const ReasonParametersRefused = "ParametersRefused"
 
+// ReasonSchedulingInvalid (Degraded) says spec.scheduling names what does
+// not exist (its PriorityClass), so no pod could be created: the
+// StatefulSet keeps its former pods and template until it does.
+const ReasonSchedulingInvalid = "SchedulingInvalid"
+
 // Event reasons recorded on a Database.
 const (
 	EventReasonScaled      = "Scaled"

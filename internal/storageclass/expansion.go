@@ -1,8 +1,9 @@
-// Package storageclass reads the one cluster-scoped kind the operator needs:
-// StorageClasses, to know whether a claim's volume may grow. Its RBAC marker
-// generates the manager's cluster role (config/rbac/cluster_role.yaml), which
-// every install mode grants cluster-wide; every other permission is
-// namespaced and is granted only in the namespaces the operator watches.
+// Package storageclass reads StorageClasses, to know whether a claim's
+// volume may grow. Its RBAC marker, with internal/priorityclass's, generates
+// the manager's cluster role (config/rbac/cluster_role.yaml) of the
+// cluster-scoped kinds, which every install mode grants cluster-wide; every
+// other permission is namespaced and is granted only in the namespaces the
+// operator watches.
 package storageclass
 
 import (

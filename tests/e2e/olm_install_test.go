@@ -243,6 +243,7 @@ func TestCSVPermissionsAreNotWider(t *testing.T) {
 	clusterWide := [][4]string{
 		{"create", "coordination.k8s.io", "leases", own}, {"create", "authentication.k8s.io", "tokenreviews", ""},
 		{"list", "storage.k8s.io", "storageclasses", ""}, {"watch", "storage.k8s.io", "storageclasses", ""},
+		{"get", "scheduling.k8s.io", "priorityclasses", ""}, {"watch", "scheduling.k8s.io", "priorityclasses", ""},
 	}
 	// The API server authorizes from its own cache of the RBAC objects
 	// just created: what is allowed may take a moment to be. Once it is,
@@ -268,6 +269,7 @@ func TestCSVPermissionsAreNotWider(t *testing.T) {
 		{"create", "dbpilot.io", "databases", own}, {"delete", "", "persistentvolumes", ""},
 		{"create", "coordination.k8s.io", "leases", "shop"}, {"create", "apps", "deployments", own},
 		{"deletecollection", "dbpilot.io", "databasebackups", own}, {"delete", "storage.k8s.io", "storageclasses", ""},
+		{"create", "scheduling.k8s.io", "priorityclasses", ""},
 	}
 	// CRDs are OLM's to install and upgrade, never the operator's.
 	for _, verb := range []string{"create", "patch", "update", "delete"} {
