@@ -39,10 +39,6 @@ import (
 // the server binary accepted, as JSON: the server runs with it.
 const acceptedParameters = "dbpilot-parameters.json"
 
-// errReadOnlyVariable is MariaDB's "Variable '%s' is a read only
-// variable": it is only set at a start.
-const errReadOnlyVariable = 1238
-
 // parametersFile is the mounted file of spec.parameters, beside the
 // generated configuration.
 func (e *Engine) parametersFile() string {
@@ -130,17 +126,19 @@ func (e *Engine) FollowParameters(ctx context.Context, running bool) (string, er
 	if err != nil {
 		return "", err
 	}
+	// The running server first: should that fail (the server cannot be
+	// reached), the set is not yet accepted, and the next call sets it
+	// again, rather than take the server to run with it already.
+	var waiting []string
+	if running {
+		if waiting, err = e.setVariables(ctx, changedNames(accepted, params), effective); err != nil {
+			return "", err
+		}
+	}
 	if err := instance.WriteFileDurably(acceptedPath, encoded); err != nil {
 		return "", err
 	}
-	if running {
-		changed := changedNames(accepted, params)
-		waiting, err := e.setVariables(ctx, changed, effective)
-		if err != nil {
-			return "", err
-		}
-		e.parameters.Await(waiting)
-	}
+	e.parameters.Await(waiting)
 	e.parameters.Settle(content, "")
 	return "", nil
 }
@@ -165,7 +163,10 @@ func changedNames(former, params map[string]string) []string {
 
 // setVariables sets each variable to the value the configuration gives it
 // (effective, by the server's help's names), and returns those the server
-// only takes at a start.
+// only takes at a start: read-only ones, and any the running server
+// refuses (event_scheduler takes DISABLED only at a start), which the
+// start the server binary checked them for will apply. An error is
+// returned only when the server cannot be reached.
 func (e *Engine) setVariables(ctx context.Context, names []string, effective map[string]string) ([]string, error) {
 	if len(names) == 0 {
 		return nil, nil
@@ -185,7 +186,7 @@ func (e *Engine) setVariables(ctx context.Context, names []string, effective map
 		_, err := db.ExecContext(ctx, "SET GLOBAL "+name+" = "+VariableLiteral(value))
 		var mysqlErr *driver.MySQLError
 		switch {
-		case errors.As(err, &mysqlErr) && mysqlErr.Number == errReadOnlyVariable:
+		case errors.As(err, &mysqlErr):
 			waiting = append(waiting, name)
 		case err != nil:
 			return nil, fmt.Errorf("setting %s: %w", name, err)

@@ -216,8 +216,10 @@ func TestMariaDBParameters(t *testing.T) {
 	}
 
 	// Online where the server allows it, a dropped variable back to the
-	// configuration's value, a static one waiting for the next start.
-	my.writeFile(t, parameters, `{"long_query_time": "5", "back_log": "100", "sql_mode": "STRICT_ALL_TABLES,NO_ZERO_DATE"}`)
+	// configuration's value, a static one and a value the running server
+	// refuses (event_scheduler takes DISABLED only at a start) waiting for
+	// the next start.
+	my.writeFile(t, parameters, `{"long_query_time": "5", "back_log": "100", "sql_mode": "STRICT_ALL_TABLES,NO_ZERO_DATE", "event_scheduler": "DISABLED"}`)
 	eventually(t, 30*time.Second, "the new set applies", func() error {
 		if got := variable("long_query_time"); got != "5" {
 			return fmt.Errorf("long_query_time %s", got)
@@ -233,13 +235,16 @@ func TestMariaDBParameters(t *testing.T) {
 	if got := variable("max_allowed_packet"); got != "16777216" {
 		t.Errorf("max_allowed_packet dropped from the set: %s, want the default 16777216", got)
 	}
-	if got := fmt.Sprint(p.status(t)["pendingRestart"]); got != "[back_log]" {
-		t.Errorf("pendingRestart %s, want [back_log]", got)
+	if got := fmt.Sprint(p.status(t)["pendingRestart"]); got != "[back_log event_scheduler]" {
+		t.Errorf("pendingRestart %s, want [back_log event_scheduler]", got)
 	}
 	p.stop(t)
 	p = start(t, my, path, args...)
 	if got := variable("back_log"); got != "100" {
 		t.Errorf("back_log after the restart: %s, want 100", got)
+	}
+	if got := variable("event_scheduler"); got != "DISABLED" {
+		t.Errorf("event_scheduler after the restart: %s, want DISABLED", got)
 	}
 	if got := p.reported(t, "pendingRestart"); got != "<nil>" {
 		t.Errorf("pendingRestart after the restart: %s", got)
