@@ -254,6 +254,12 @@ type DatabaseSpec struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Scheduling",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:fieldGroup:scheduling"}
 	Scheduling *SchedulingSpec `json:"scheduling,omitempty"`
 
+	// podMetadata are labels and annotations of the user's for the pods
+	// (a change rolls them, replicas first).
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Pod Metadata",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:fieldGroup:podMetadata"}
+	PodMetadata *PodMetadata `json:"podMetadata,omitempty"`
+
 	// deletionPolicy says what happens to the volumes when the Database is
 	// deleted: Retain (the default) keeps the PersistentVolumeClaims and labels
 	// them with the Database's name; Delete removes them. Scaling down never

@@ -22,7 +22,8 @@ var update = flag.Bool("update", false, "rewrite the golden files from the build
 // goldenDatabases cover each engine, one and several pods, a tier above the
 // default, a storage class and deletionPolicy Delete, backups to S3 and to
 // the claim dbpilot creates, a restore, and scheduling (node selector,
-// tolerations, required anti-affinity per zone, a PriorityClass).
+// tolerations, required anti-affinity per zone, a PriorityClass) and pod
+// labels and annotations of the user's.
 func goldenDatabases() map[string]*dbpilotv1alpha1.Database {
 	meta := func(name string) metav1.ObjectMeta {
 		return metav1.ObjectMeta{Name: name, Namespace: "shop", UID: "0b6f0a8e-2f0e-4a7e-9f4c-000000000001"}
@@ -61,6 +62,10 @@ func goldenDatabases() map[string]*dbpilotv1alpha1.Database {
 			Storage: &dbpilotv1alpha1.StorageSpec{Size: ptr.To(resource.MustParse("1Ti"))}, CredentialsSecretName: "catalog-own",
 			Backup: &dbpilotv1alpha1.BackupSpec{Schedule: "@daily", Retention: 3},
 			TLS:    &dbpilotv1alpha1.TLSSpec{Required: true},
+			PodMetadata: &dbpilotv1alpha1.PodMetadata{
+				Labels:      map[string]dbpilotv1alpha1.LabelValue{"team": "catalog", "cost.example.com/centre": "c-42"},
+				Annotations: map[string]dbpilotv1alpha1.AnnotationValue{"sidecar.istio.io/inject": "false", "backup.velero.io/backup-volumes": "data"},
+			},
 		}},
 	}
 }

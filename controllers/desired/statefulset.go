@@ -162,8 +162,8 @@ func PodTemplate(db *dbpilotv1alpha1.Database, images imagecatalog.Catalog, para
 		annotations[AnnotationParametersRestart] = parametersRestart
 	}
 	return corev1ac.PodTemplateSpec().
-		WithLabels(db.CommonLabels()).
-		WithAnnotations(annotations).
+		WithLabels(podLabels(db)).
+		WithAnnotations(podAnnotations(db, annotations)).
 		WithSpec(withScheduling(corev1ac.PodSpec().
 			WithAutomountServiceAccountToken(false).
 			WithEnableServiceLinks(false).

@@ -80,7 +80,25 @@ func Database(r *rand.Rand, namespace, name string) *dbpilotv1alpha1.Database {
 	if r.IntN(2) == 0 {
 		db.Spec.Scheduling = scheduling(r)
 	}
+	if r.IntN(2) == 0 {
+		db.Spec.PodMetadata = podMetadata(r)
+	}
 	return db
+}
+
+// annotationValues are values the CRD takes for a pod annotation.
+var annotationValues = []string{"", "false", "a b: \"c\"\nd", "é€😀", strings.Repeat("a", 4096)}
+
+// podMetadata draws spec.podMetadata.
+func podMetadata(r *rand.Rand) *dbpilotv1alpha1.PodMetadata {
+	m := &dbpilotv1alpha1.PodMetadata{Labels: map[string]dbpilotv1alpha1.LabelValue{}, Annotations: map[string]dbpilotv1alpha1.AnnotationValue{}}
+	for range r.IntN(len(labelKeys)) {
+		m.Labels[labelKeys[r.IntN(len(labelKeys))]] = dbpilotv1alpha1.LabelValue(labelValues[r.IntN(len(labelValues))])
+	}
+	for range r.IntN(len(labelKeys)) {
+		m.Annotations[labelKeys[r.IntN(len(labelKeys))]] = dbpilotv1alpha1.AnnotationValue(annotationValues[r.IntN(len(annotationValues))])
+	}
+	return m
 }
 
 // Label keys and values, taint effects and topology keys the CRD takes in

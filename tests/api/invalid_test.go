@@ -78,6 +78,13 @@ func TestInvalidDatabasesAreRejected(t *testing.T) {
 		{name: "toleration key not a label key", spec: validSpec + "  scheduling: {tolerations: [{key: \"a b\", value: db}]}\n", wantField: "spec.scheduling.tolerations[0].key", wantText: "should match"},
 		{name: "anti-affinity type unknown", spec: validSpec + "  scheduling: {podAntiAffinity: {type: Always}}\n", wantField: "spec.scheduling.podAntiAffinity.type", wantText: "Unsupported value"},
 		{name: "anti-affinity topology key empty", spec: validSpec + "  scheduling: {podAntiAffinity: {type: Required, topologyKey: \"\"}}\n", wantField: "spec.scheduling.podAntiAffinity.topologyKey", wantText: "at least 1"},
+		{name: "pod label of dbpilot's", spec: validSpec + "  podMetadata: {labels: {dbpilot.io/role: primary}}\n", wantField: "spec.podMetadata.labels", wantText: "are dbpilot's or Kubernetes' own"},
+		{name: "pod label of Kubernetes'", spec: validSpec + "  podMetadata: {labels: {app.kubernetes.io/name: x}}\n", wantField: "spec.podMetadata.labels", wantText: "app.kubernetes.io/ among them"},
+		{name: "pod label of the StatefulSet controller's", spec: validSpec + "  podMetadata: {labels: {controller-revision-hash: x}}\n", wantField: "spec.podMetadata.labels", wantText: "controller-revision-hash"},
+		{name: "pod label value with a space", spec: validSpec + "  podMetadata: {labels: {team: \"a b\"}}\n", wantField: "spec.podMetadata.labels.team", wantText: "should match"},
+		{name: "pod annotation of dbpilot's", spec: validSpec + "  podMetadata: {annotations: {dbpilot.io/fenced: \"true\"}}\n", wantField: "spec.podMetadata.annotations", wantText: "are dbpilot's or Kubernetes' own"},
+		{name: "pod annotation key with a space", spec: validSpec + "  podMetadata: {annotations: {\"a b\": x}}\n", wantField: "spec.podMetadata.annotations", wantText: "a key is an annotation key"},
+		{name: "pod annotation value too long", spec: validSpec + "  podMetadata: {annotations: {note: " + strings.Repeat("x", 4097) + "}}\n", wantField: "spec.podMetadata.annotations.note", wantText: "4096"},
 		{name: "priority class name in capitals", spec: validSpec + "  scheduling: {priorityClassName: Databases}\n", wantField: "spec.scheduling.priorityClassName", wantText: "should match"},
 	}
 	for i, tc := range cases {
@@ -169,6 +176,11 @@ func TestValidChangesAreAccepted(t *testing.T) {
 		"priorityClassName": "databases-high",
 	}, "spec", "scheduling")).To(Succeed())
 	g.Expect(k8sClient.Update(ctx, obj)).To(Succeed())
+	g.Expect(unstructured.SetNestedField(obj.Object, map[string]any{
+		"labels":      map[string]any{"team": "orders", "cost.example.com/centre": "c-42", "kubernetes-team": "x"},
+		"annotations": map[string]any{"sidecar.istio.io/inject": "false", "example.com/note": "any text: with spaces, \"quotes\" and\nlines"},
+	}, "spec", "podMetadata")).To(Succeed())
+	g.Expect(k8sClient.Update(ctx, obj)).To(Succeed(), "pod labels and annotations of the user's")
 	g.Expect(obj.Object["spec"].(map[string]any)["scheduling"]).To(And(
 		HaveKeyWithValue("podAntiAffinity", map[string]any{"type": "Required", "topologyKey": "kubernetes.io/hostname"}),
 		HaveKeyWithValue("tolerations", ContainElement(HaveKeyWithValue("operator", "Equal"))),

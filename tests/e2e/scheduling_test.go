@@ -57,7 +57,8 @@ func nodePool(t *testing.T, pool string, n int) []string {
 
 // TestSchedulingPlacesPodsAndSaysWhyNot gives a Database a node pool of its
 // own: spec.scheduling's node selector and toleration put its pods there,
-// a required anti-affinity one on each node. A third pod, with no node left,
+// a required anti-affinity one on each node, and they carry
+// spec.podMetadata's labels and annotations. A third pod, with no node left,
 // stays Pending and the Database says why in the scheduler's words, while
 // the first two keep serving. A PriorityClass that does not exist is
 // refused with the field's name, and the pods keep their spec (a roll
@@ -78,11 +79,17 @@ func TestSchedulingPlacesPodsAndSaysWhyNot(t *testing.T) {
 		Tolerations:     []dbpilotv1alpha1.Toleration{{Key: poolLabel, Operator: corev1.TolerationOpEqual, Value: "e2e-scheduling-pool", Effect: corev1.TaintEffectNoSchedule}},
 		PodAntiAffinity: &dbpilotv1alpha1.PodAntiAffinitySpec{Type: dbpilotv1alpha1.PodAntiAffinityRequired, TopologyKey: corev1.LabelHostname},
 	}
+	db.Spec.PodMetadata = &dbpilotv1alpha1.PodMetadata{
+		Labels:      map[string]dbpilotv1alpha1.LabelValue{"team": "orders"},
+		Annotations: map[string]dbpilotv1alpha1.AnnotationValue{"example.com/note": "placed by the pool's rules"},
+	}
 	g.Expect(k8sClient.Create(ctx, db)).To(Succeed())
 	waitConverged(g, db)
 	nodes := map[string]string{}
 	for _, pod := range podsOf(g, db) {
 		g.Expect(pool).To(ContainElement(pod.Spec.NodeName), "pod %s runs in the Database's pool", pod.Name)
+		g.Expect(pod.Labels).To(And(HaveKeyWithValue("team", "orders"), HaveKeyWithValue(dbpilotv1alpha1.LabelDatabase, db.Name)), "pod %s has the user's labels beside dbpilot's", pod.Name)
+		g.Expect(pod.Annotations).To(HaveKeyWithValue("example.com/note", "placed by the pool's rules"), "pod %s", pod.Name)
 		nodes[pod.Spec.NodeName] = pod.Name
 	}
 	g.Expect(nodes).To(HaveLen(2), "one pod on each node")
