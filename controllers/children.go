@@ -31,7 +31,8 @@ func (r *DatabaseReconciler) reconcileConfigMap(ctx context.Context, s *scope) (
 	return ctrl.Result{}, nil
 }
 
-// reconcileServices applies the headless, read-write and read-only Services.
+// reconcileServices applies the headless, read-write and read-only
+// Services, and those spec.expose asks for.
 func (r *DatabaseReconciler) reconcileServices(ctx context.Context, s *scope) (ctrl.Result, error) {
 	for _, svc := range []*corev1ac.ServiceApplyConfiguration{
 		desired.HeadlessService(s.db),
@@ -48,6 +49,13 @@ func (r *DatabaseReconciler) reconcileServices(ctx context.Context, s *scope) (c
 		if _, err := applyIfChanged(ctx, r.Client, svc, owned); err != nil {
 			return ctrl.Result{}, fmt.Errorf("applying Service %s: %w", *svc.Name, err)
 		}
+	}
+	if err := r.reconcileExternalServices(ctx, s); err != nil {
+		return ctrl.Result{}, err
+	}
+	if s.exposeProblem != "" {
+		// The user's Service is not watched.
+		return ctrl.Result{RequeueAfter: exposeConflictPoll}, nil
 	}
 	return ctrl.Result{}, nil
 }

@@ -29,6 +29,7 @@ type observation struct {
 	clientCertificateProblem string
 	volumeProblem            string
 	schedulingProblem        string
+	exposeProblem            string
 	// predecessorPending names a child a deleted Database of the same
 	// name still owns.
 	predecessorPending string
@@ -189,6 +190,8 @@ func buildConditions(db *dbpilotv1alpha1.Database, obs observation, current []me
 		set(dbpilotv1alpha1.ConditionDegraded, metav1.ConditionTrue, dbpilotv1alpha1.ReasonReconcileFailed, obs.degradingErr.Error())
 	case obs.schedulingProblem != "":
 		set(dbpilotv1alpha1.ConditionDegraded, metav1.ConditionTrue, dbpilotv1alpha1.ReasonSchedulingInvalid, obs.schedulingProblem)
+	case obs.exposeProblem != "":
+		set(dbpilotv1alpha1.ConditionDegraded, metav1.ConditionTrue, dbpilotv1alpha1.ReasonServiceConflict, obs.exposeProblem)
 	case obs.volumeProblem != "":
 		set(dbpilotv1alpha1.ConditionDegraded, metav1.ConditionTrue, dbpilotv1alpha1.ReasonVolumeNotExpandable, obs.volumeProblem)
 	case len(stuckPods(obs.pods, now.Time)) > 0:

@@ -53,6 +53,9 @@ type scope struct {
 	// schedulingProblem says what of spec.scheduling does not exist; the
 	// StatefulSet is left as it is while it is set.
 	schedulingProblem string
+	// exposeProblem says why a Service spec.expose asks for cannot be
+	// written (a Service of the user's has its name); empty when fine.
+	exposeProblem string
 	// statefulSetWritten is the generation this pass's write gave the
 	// StatefulSet, 0 without a write: the cached copy read afterwards may
 	// still be older.

@@ -87,6 +87,7 @@ func (r *DatabaseReconciler) writeStatus(ctx context.Context, s *scope, reconcil
 		clientCertificateProblem: s.clientCertificateProblem,
 		volumeProblem:            s.volumeProblem,
 		schedulingProblem:        s.schedulingProblem,
+		exposeProblem:            s.exposeProblem,
 		predecessorPending:       s.predecessorPending,
 		reconcileErr:             reconcileErr,
 		degradingErr:             r.failures.degrading(client.ObjectKeyFromObject(s.db), reconcileErr, r.clock().Now()),

@@ -82,6 +82,11 @@ const ReasonParametersRefused = "ParametersRefused"
 // StatefulSet keeps its former pods and template until it does.
 const ReasonSchedulingInvalid = "SchedulingInvalid"
 
+// ReasonServiceConflict (Degraded) says a Service spec.expose asks for has
+// the name of a Service that is not the Database's, which dbpilot leaves
+// alone.
+const ReasonServiceConflict = "ServiceConflict"
+
 // Event reasons recorded on a Database.
 const (
 	EventReasonScaled      = "Scaled"

@@ -260,6 +260,12 @@ type DatabaseSpec struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Pod Metadata",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:fieldGroup:podMetadata"}
 	PodMetadata *PodMetadata `json:"podMetadata,omitempty"`
 
+	// expose publishes the primary, the replicas or both outside the
+	// cluster through Services of their own (LoadBalancer or NodePort).
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Expose",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:fieldGroup:expose"}
+	Expose *ExposeSpec `json:"expose,omitempty"`
+
 	// deletionPolicy says what happens to the volumes when the Database is
 	// deleted: Retain (the default) keeps the PersistentVolumeClaims and labels
 	// them with the Database's name; Delete removes them. Scaling down never

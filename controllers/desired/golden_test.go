@@ -2,8 +2,10 @@ package desired_test
 
 import (
 	"flag"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -23,7 +25,8 @@ var update = flag.Bool("update", false, "rewrite the golden files from the build
 // default, a storage class and deletionPolicy Delete, backups to S3 and to
 // the claim dbpilot creates, a restore, and scheduling (node selector,
 // tolerations, required anti-affinity per zone, a PriorityClass) and pod
-// labels and annotations of the user's.
+// labels and annotations of the user's, and Services exposing the primary
+// and the replicas outside the cluster.
 func goldenDatabases() map[string]*dbpilotv1alpha1.Database {
 	meta := func(name string) metav1.ObjectMeta {
 		return metav1.ObjectMeta{Name: name, Namespace: "shop", UID: "0b6f0a8e-2f0e-4a7e-9f4c-000000000001"}
@@ -35,6 +38,11 @@ func goldenDatabases() map[string]*dbpilotv1alpha1.Database {
 			Backup: &dbpilotv1alpha1.BackupSpec{Schedule: "0 3 * * *", Retention: 7, Destination: &dbpilotv1alpha1.BackupDestination{
 				S3: &dbpilotv1alpha1.S3Destination{Bucket: "backups", Endpoint: "https://s3.example.com", CredentialsSecretName: "s3-credentials"}}},
 			TLS: &dbpilotv1alpha1.TLSSpec{Required: true},
+			Expose: &dbpilotv1alpha1.ExposeSpec{ReadWrite: &dbpilotv1alpha1.ExposedService{
+				Type:                     corev1.ServiceTypeLoadBalancer,
+				Annotations:              map[string]dbpilotv1alpha1.AnnotationValue{"service.beta.kubernetes.io/aws-load-balancer-internal": "true"},
+				LoadBalancerSourceRanges: []string{"203.0.113.0/24", "2001:db8::/32"},
+			}},
 			Parameters: map[string]dbpilotv1alpha1.ParameterValue{
 				"work_mem": "64MB", "log_line_prefix": `%m [%p] 'app' \ `, "shared_preload_libraries": "pg_stat_statements,auto_explain",
 			},
@@ -47,6 +55,10 @@ func goldenDatabases() map[string]*dbpilotv1alpha1.Database {
 			Engine: dbpilotv1alpha1.EngineMySQL, Version: "8.4.3", Replicas: ptr.To[int32](3), Tier: dbpilotv1alpha1.TierLarge,
 			Storage:        &dbpilotv1alpha1.StorageSpec{Size: ptr.To(resource.MustParse("100Gi")), StorageClassName: ptr.To("fast")},
 			DeletionPolicy: dbpilotv1alpha1.DeletionPolicyDelete,
+			Expose: &dbpilotv1alpha1.ExposeSpec{
+				ReadWrite: &dbpilotv1alpha1.ExposedService{Type: corev1.ServiceTypeNodePort},
+				ReadOnly:  &dbpilotv1alpha1.ExposedService{Type: corev1.ServiceTypeLoadBalancer},
+			},
 			Scheduling: &dbpilotv1alpha1.SchedulingSpec{
 				NodeSelector: map[string]dbpilotv1alpha1.LabelValue{"pool": "databases", "example.com/disk": "nvme"},
 				Tolerations: []dbpilotv1alpha1.Toleration{
@@ -91,6 +103,12 @@ func TestGolden(t *testing.T) {
 				desired.ReadWriteService(db),
 				desired.ReadOnlyService(db, db.EffectiveReplicas()),
 				desired.StatefulSet(db, desired.StatefulSetOptions{Images: imagecatalog.Default()}),
+			}
+			external := desired.ExternalServices(db, db.EffectiveReplicas())
+			for _, name := range slices.Sorted(maps.Keys(external)) {
+				if external[name] != nil {
+					objects = append(objects, external[name])
+				}
 			}
 			if db.CreatesBackupClaim() {
 				objects = append(objects, desired.BackupClaim(db))

@@ -63,15 +63,20 @@ func ReadWriteService(db *dbpilotv1alpha1.Database) *corev1ac.ServiceApplyConfig
 // a single pod (of pods, the StatefulSet's replicas), so read-only clients
 // always have somewhere to go.
 func ReadOnlyService(db *dbpilotv1alpha1.Database, pods int32) *corev1ac.ServiceApplyConfiguration {
-	role := dbpilotv1alpha1.RoleReplica
-	if pods < 2 {
-		role = dbpilotv1alpha1.RolePrimary
-	}
 	return corev1ac.Service(db.ReadOnlyServiceName(), db.Namespace).
 		WithLabels(db.CommonLabels()).
 		WithOwnerReferences(ownerReference(db)).
 		WithSpec(corev1ac.ServiceSpec().
 			WithType(corev1.ServiceTypeClusterIP).
-			WithSelector(withRole(db, role)).
+			WithSelector(withRole(db, readOnlyRole(pods))).
 			WithPorts(servicePort(db)))
+}
+
+// readOnlyRole is the role read-only clients reach among pods pods: the
+// replicas, or the primary while it is alone.
+func readOnlyRole(pods int32) string {
+	if pods < 2 {
+		return dbpilotv1alpha1.RolePrimary
+	}
+	return dbpilotv1alpha1.RoleReplica
 }

@@ -83,7 +83,31 @@ func Database(r *rand.Rand, namespace, name string) *dbpilotv1alpha1.Database {
 	if r.IntN(2) == 0 {
 		db.Spec.PodMetadata = podMetadata(r)
 	}
+	if r.IntN(3) == 0 {
+		db.Spec.Expose = &dbpilotv1alpha1.ExposeSpec{ReadWrite: exposedService(r), ReadOnly: exposedService(r)}
+	}
 	return db
+}
+
+// sourceRanges are networks the CRD takes as load balancer source ranges.
+var sourceRanges = []string{"0.0.0.0/0", "203.0.113.0/24", "10.1.2.3/32", "2001:db8::/32", "::/0"}
+
+// exposedService draws a Service of spec.expose, or nil.
+func exposedService(r *rand.Rand) *dbpilotv1alpha1.ExposedService {
+	if r.IntN(3) == 0 {
+		return nil
+	}
+	e := &dbpilotv1alpha1.ExposedService{Type: corev1.ServiceTypeNodePort}
+	if r.IntN(2) == 0 {
+		e.Type = corev1.ServiceTypeLoadBalancer
+		for range r.IntN(3) {
+			e.LoadBalancerSourceRanges = append(e.LoadBalancerSourceRanges, sourceRanges[r.IntN(len(sourceRanges))])
+		}
+	}
+	if r.IntN(2) == 0 {
+		e.Annotations = map[string]dbpilotv1alpha1.AnnotationValue{labelKeys[r.IntN(len(labelKeys))]: dbpilotv1alpha1.AnnotationValue(annotationValues[r.IntN(len(annotationValues))])}
+	}
+	return e
 }
 
 // annotationValues are values the CRD takes for a pod annotation.

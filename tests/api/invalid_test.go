@@ -85,6 +85,10 @@ func TestInvalidDatabasesAreRejected(t *testing.T) {
 		{name: "pod annotation of dbpilot's", spec: validSpec + "  podMetadata: {annotations: {dbpilot.io/fenced: \"true\"}}\n", wantField: "spec.podMetadata.annotations", wantText: "are dbpilot's or Kubernetes' own"},
 		{name: "pod annotation key with a space", spec: validSpec + "  podMetadata: {annotations: {\"a b\": x}}\n", wantField: "spec.podMetadata.annotations", wantText: "a key is an annotation key"},
 		{name: "pod annotation value too long", spec: validSpec + "  podMetadata: {annotations: {note: " + strings.Repeat("x", 4097) + "}}\n", wantField: "spec.podMetadata.annotations.note", wantText: "4096"},
+		{name: "expose as ClusterIP", spec: validSpec + "  expose: {readWrite: {type: ClusterIP}}\n", wantField: "spec.expose.readWrite.type", wantText: "Unsupported value"},
+		{name: "expose source ranges on a NodePort", spec: validSpec + "  expose: {readOnly: {type: NodePort, loadBalancerSourceRanges: [10.0.0.0/8]}}\n", wantField: "spec.expose.readOnly", wantText: "loadBalancerSourceRanges goes with type LoadBalancer only"},
+		{name: "expose source range not a CIDR", spec: validSpec + "  expose: {readWrite: {loadBalancerSourceRanges: [10.0.0.300/8]}}\n", wantField: "spec.expose.readWrite.loadBalancerSourceRanges", wantText: "are CIDRs"},
+		{name: "expose annotation of dbpilot's", spec: validSpec + "  expose: {readWrite: {annotations: {dbpilot.io/role: primary}}}\n", wantField: "spec.expose.readWrite.annotations", wantText: "under dbpilot.io/ are dbpilot's own"},
 		{name: "priority class name in capitals", spec: validSpec + "  scheduling: {priorityClassName: Databases}\n", wantField: "spec.scheduling.priorityClassName", wantText: "should match"},
 	}
 	for i, tc := range cases {
@@ -181,6 +185,12 @@ func TestValidChangesAreAccepted(t *testing.T) {
 		"annotations": map[string]any{"sidecar.istio.io/inject": "false", "example.com/note": "any text: with spaces, \"quotes\" and\nlines"},
 	}, "spec", "podMetadata")).To(Succeed())
 	g.Expect(k8sClient.Update(ctx, obj)).To(Succeed(), "pod labels and annotations of the user's")
+	g.Expect(unstructured.SetNestedField(obj.Object, map[string]any{
+		"readWrite": map[string]any{"annotations": map[string]any{"service.beta.kubernetes.io/aws-load-balancer-internal": "true"}, "loadBalancerSourceRanges": []any{"203.0.113.0/24", "2001:db8::/32"}},
+		"readOnly":  map[string]any{"type": "NodePort"},
+	}, "spec", "expose")).To(Succeed())
+	g.Expect(k8sClient.Update(ctx, obj)).To(Succeed(), "exposing both Services")
+	g.Expect(obj.Object["spec"].(map[string]any)["expose"]).To(HaveKeyWithValue("readWrite", HaveKeyWithValue("type", "LoadBalancer")), "type defaults to LoadBalancer")
 	g.Expect(obj.Object["spec"].(map[string]any)["scheduling"]).To(And(
 		HaveKeyWithValue("podAntiAffinity", map[string]any{"type": "Required", "topologyKey": "kubernetes.io/hostname"}),
 		HaveKeyWithValue("tolerations", ContainElement(HaveKeyWithValue("operator", "Equal"))),

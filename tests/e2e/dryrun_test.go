@@ -56,6 +56,11 @@ func TestRandomSpecsDryRun(t *testing.T) {
 		if db.CreatesBackupClaim() {
 			applied = append(applied, desired.BackupClaim(db))
 		}
+		for _, service := range desired.ExternalServices(db, db.EffectiveReplicas()) {
+			if service != nil {
+				applied = append(applied, service)
+			}
+		}
 		for _, obj := range applied {
 			g.Expect(k8sClient.Apply(ctx, obj, client.FieldOwner("dryrun-test"), client.ForceOwnership, client.DryRunAll)).
 				To(Succeed(), "%T of %s (%+v)", obj, db.Name, db.Spec)
