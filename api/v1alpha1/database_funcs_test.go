@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -142,5 +143,25 @@ func TestServerNamesAreValidAtMaximumLengths(t *testing.T) {
 		if !found {
 			t.Errorf("%s is not among the server names %v", host, names)
 		}
+	}
+}
+
+// TestServerNamesTakeTheAltNames checks spec.tls.serverAltNames follow the
+// cluster's names, each once.
+func TestServerNamesTakeTheAltNames(t *testing.T) {
+	db := &Database{Spec: DatabaseSpec{TLS: &TLSSpec{ServerAltNames: []string{"db.example.com", "203.0.113.10", "orders-rw"}}}}
+	db.Name, db.Namespace = "orders", "shop"
+	names := db.ServerNames()
+	if got := names[len(names)-2:]; !slices.Equal(got, []string{"db.example.com", "203.0.113.10"}) {
+		t.Errorf("the names end with %v, want the alt names db.example.com and 203.0.113.10", got)
+	}
+	count := 0
+	for _, name := range names {
+		if name == "orders-rw" {
+			count++
+		}
+	}
+	if count != 1 {
+		t.Errorf("orders-rw is named %d times", count)
 	}
 }

@@ -380,6 +380,21 @@ type TLSSpec struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Server Certificate Secret",xDescriptors={"urn:alm:descriptor:io.kubernetes:Secret"}
 	ServerCertificateSecretName string `json:"serverCertificateSecretName,omitempty"`
 
+	// serverAltNames are names the server certificate carries beside the
+	// cluster's: DNS names (db.example.com, or *.example.com) and IP
+	// addresses clients outside the cluster reach the Database by, such
+	// as spec.expose's load balancer, so they verify the server by name
+	// (sslmode=verify-full). A change issues the certificate again, which
+	// the pods take without a restart; a certificate of the user's
+	// (serverCertificateSecretName) must carry them too.
+	// +optional
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=16
+	// +kubebuilder:validation:items:MaxLength=253
+	// +kubebuilder:validation:XValidation:rule="self.all(n, isIP(n) || n.matches('^([*][.])?[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$'))",message="spec.tls.serverAltNames: each is a DNS name (lowercase letters, digits, - and ., *. first for a wildcard) or an IP address"
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Server Certificate Names",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:fieldGroup:tls"}
+	ServerAltNames []string `json:"serverAltNames,omitempty"`
+
 	// clientCertificateRequired has the application user log in over the
 	// network with its password and, besides, the client certificate
 	// dbpilot issues it: Secret <name>-app-tls (tls.crt, tls.key, and

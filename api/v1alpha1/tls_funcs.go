@@ -1,5 +1,7 @@
 package v1alpha1
 
+import "slices"
+
 // CertificateAuthoritySecretName is the Secret of the Database's own
 // certificate authority, which dbpilot generates: its ca.crt is what clients
 // verify the Database's servers with.
@@ -32,15 +34,24 @@ func (d *Database) ProvidedServerCertificateSecretName() string {
 
 // ServerNames are the DNS names the server certificate carries: each
 // Service's, short and qualified (the cluster domain assumed to be
-// cluster.local), and every pod's through the headless Service. The first
-// is the certificate's common name.
+// cluster.local), and every pod's through the headless Service, then
+// spec.tls.serverAltNames (DNS names and IP addresses) not among them. The
+// first is the certificate's common name.
 func (d *Database) ServerNames() []string {
 	var names []string
 	for _, service := range []string{d.ReadWriteServiceName(), d.ReadOnlyServiceName(), d.HeadlessServiceName()} {
 		names = append(names, service, service+"."+d.Namespace, d.ServiceHost(service), d.ServiceHost(service)+".cluster.local")
 	}
 	pods := "*." + d.ServiceHost(d.HeadlessServiceName())
-	return append(names, pods, pods+".cluster.local")
+	names = append(names, pods, pods+".cluster.local")
+	if d.Spec.TLS != nil {
+		for _, name := range d.Spec.TLS.ServerAltNames {
+			if !slices.Contains(names, name) {
+				names = append(names, name)
+			}
+		}
+	}
+	return names
 }
 
 // RequiresTLS reports whether connections without TLS are refused.

@@ -89,6 +89,9 @@ func TestInvalidDatabasesAreRejected(t *testing.T) {
 		{name: "expose source ranges on a NodePort", spec: validSpec + "  expose: {readOnly: {type: NodePort, loadBalancerSourceRanges: [10.0.0.0/8]}}\n", wantField: "spec.expose.readOnly", wantText: "loadBalancerSourceRanges goes with type LoadBalancer only"},
 		{name: "expose source range not a CIDR", spec: validSpec + "  expose: {readWrite: {loadBalancerSourceRanges: [10.0.0.300/8]}}\n", wantField: "spec.expose.readWrite.loadBalancerSourceRanges", wantText: "are CIDRs"},
 		{name: "expose annotation of dbpilot's", spec: validSpec + "  expose: {readWrite: {annotations: {dbpilot.io/role: primary}}}\n", wantField: "spec.expose.readWrite.annotations", wantText: "under dbpilot.io/ are dbpilot's own"},
+		{name: "server alt name with an underscore", spec: validSpec + "  tls: {serverAltNames: [db_1.example.com]}\n", wantField: "spec.tls.serverAltNames", wantText: "each is a DNS name"},
+		{name: "server alt name a network", spec: validSpec + "  tls: {serverAltNames: [\"203.0.113.0/24\"]}\n", wantField: "spec.tls.serverAltNames", wantText: "or an IP address"},
+		{name: "server alt name twice", spec: validSpec + "  tls: {serverAltNames: [db.example.com, db.example.com]}\n", wantField: "spec.tls.serverAltNames[1]", wantText: "Duplicate value"},
 		{name: "priority class name in capitals", spec: validSpec + "  scheduling: {priorityClassName: Databases}\n", wantField: "spec.scheduling.priorityClassName", wantText: "should match"},
 	}
 	for i, tc := range cases {
@@ -189,7 +192,8 @@ func TestValidChangesAreAccepted(t *testing.T) {
 		"readWrite": map[string]any{"annotations": map[string]any{"service.beta.kubernetes.io/aws-load-balancer-internal": "true"}, "loadBalancerSourceRanges": []any{"203.0.113.0/24", "2001:db8::/32"}},
 		"readOnly":  map[string]any{"type": "NodePort"},
 	}, "spec", "expose")).To(Succeed())
-	g.Expect(k8sClient.Update(ctx, obj)).To(Succeed(), "exposing both Services")
+	g.Expect(unstructured.SetNestedStringSlice(obj.Object, []string{"db.example.com", "*.db.example.com", "203.0.113.10", "2001:db8::10"}, "spec", "tls", "serverAltNames")).To(Succeed())
+	g.Expect(k8sClient.Update(ctx, obj)).To(Succeed(), "exposing both Services, the certificate naming the load balancer")
 	g.Expect(obj.Object["spec"].(map[string]any)["expose"]).To(HaveKeyWithValue("readWrite", HaveKeyWithValue("type", "LoadBalancer")), "type defaults to LoadBalancer")
 	g.Expect(obj.Object["spec"].(map[string]any)["scheduling"]).To(And(
 		HaveKeyWithValue("podAntiAffinity", map[string]any{"type": "Required", "topologyKey": "kubernetes.io/hostname"}),

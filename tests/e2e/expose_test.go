@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"context"
+	"crypto/x509"
 	"testing"
 	"time"
 
@@ -12,14 +13,16 @@ import (
 	"k8s.io/utils/ptr"
 
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
+	"github.com/dbpilot/dbpilot/instance/layout"
 )
 
 // TestExposeOutsideTheCluster publishes a Database's primary through a
 // LoadBalancer Service and its replicas through a NodePort one, each with
 // the engine's port alone (never the instance program's). A Service of the
 // user's that has one's name is left alone and named in Degraded until it
-// is gone; Services no longer asked for are deleted, and the in-cluster
-// ones stay as they were.
+// is gone; the server certificate carries spec.tls.serverAltNames (issued
+// again when one is added); Services no longer asked for are deleted, and
+// the in-cluster ones stay as they were.
 func TestExposeOutsideTheCluster(t *testing.T) {
 	t.Parallel()
 	g := NewWithT(t)
@@ -37,6 +40,7 @@ func TestExposeOutsideTheCluster(t *testing.T) {
 		},
 		ReadOnly: &dbpilotv1alpha1.ExposedService{Type: corev1.ServiceTypeNodePort},
 	}
+	db.Spec.TLS = &dbpilotv1alpha1.TLSSpec{ServerAltNames: []string{"db.example.com"}}
 	// The user's own Service, with the name the replicas' would have.
 	theirs := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: db.ReadOnlyExternalServiceName(), Labels: map[string]string{"owner": "user"}},
@@ -80,6 +84,23 @@ func TestExposeOutsideTheCluster(t *testing.T) {
 		g.Expect(ro.Spec.Ports[0].NodePort).NotTo(BeZero())
 	}, convergeTimeout, pollInterval).Should(Succeed())
 	waitConverged(g, db)
+
+	// The certificate names the load balancer's name, and then its
+	// address too, issued again by the same authority.
+	authority := authorityOf(g, db).Data[layout.KeyCACert]
+	verifies := func(g Gomega, name string) {
+		cert := serverCertificate(g, db, authority)
+		roots := x509.NewCertPool()
+		g.Expect(roots.AppendCertsFromPEM(authority)).To(BeTrue())
+		_, err := cert.Verify(x509.VerifyOptions{Roots: roots, DNSName: name, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}})
+		g.Expect(err).NotTo(HaveOccurred(), "verifying for %s", name)
+	}
+	verifies(g, "db.example.com")
+	update(g, db, func(d *dbpilotv1alpha1.Database) { d.Spec.TLS.ServerAltNames = append(d.Spec.TLS.ServerAltNames, "203.0.113.10") })
+	g.Eventually(func(g Gomega) {
+		verifies(g, "203.0.113.10")
+		verifies(g, "db.example.com")
+	}, convergeTimeout, pollInterval).Should(Succeed())
 
 	// The replicas no longer exposed, the primary by a node port.
 	update(g, db, func(d *dbpilotv1alpha1.Database) {
