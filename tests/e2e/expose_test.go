@@ -44,7 +44,7 @@ func TestExposeOutsideTheCluster(t *testing.T) {
 	// The user's own Service, with the name the replicas' would have.
 	theirs := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: db.ReadOnlyExternalServiceName(), Labels: map[string]string{"owner": "user"}},
-		Spec: corev1.ServiceSpec{Selector: map[string]string{"app": "theirs"}, Ports: []corev1.ServicePort{{Name: "web", Port: 80, TargetPort: intstr.FromInt32(8080)}}},
+		Spec:       corev1.ServiceSpec{Selector: map[string]string{"app": "theirs"}, Ports: []corev1.ServicePort{{Name: "web", Port: 80, TargetPort: intstr.FromInt32(8080)}}},
 	}
 	g.Expect(k8sClient.Create(ctx, theirs)).To(Succeed())
 	g.Expect(k8sClient.Create(ctx, db)).To(Succeed())
@@ -96,7 +96,9 @@ func TestExposeOutsideTheCluster(t *testing.T) {
 		g.Expect(err).NotTo(HaveOccurred(), "verifying for %s", name)
 	}
 	verifies(g, "db.example.com")
-	update(g, db, func(d *dbpilotv1alpha1.Database) { d.Spec.TLS.ServerAltNames = append(d.Spec.TLS.ServerAltNames, "203.0.113.10") })
+	update(g, db, func(d *dbpilotv1alpha1.Database) {
+		d.Spec.TLS.ServerAltNames = append(d.Spec.TLS.ServerAltNames, "203.0.113.10")
+	})
 	g.Eventually(func(g Gomega) {
 		verifies(g, "203.0.113.10")
 		verifies(g, "db.example.com")
