@@ -37,7 +37,7 @@ func (r *DatabaseReconciler) reconcileExternalServices(ctx context.Context, s *s
 		}
 		if owned != nil && !metav1.IsControlledBy(existing, s.db) {
 			if want != nil {
-				s.exposeProblem = fmt.Sprintf("spec.expose: Service %s exists and is not this Database's; rename or delete it", name)
+				s.exposeProblem = serviceConflict(name)
 			}
 			continue
 		}
@@ -54,7 +54,7 @@ func (r *DatabaseReconciler) reconcileExternalServices(ctx context.Context, s *s
 			// that name is looked for directly.
 			err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: s.db.Namespace, Name: name}, &corev1.Service{})
 			if err == nil {
-				s.exposeProblem = fmt.Sprintf("spec.expose: Service %s exists and is not this Database's; rename or delete it", name)
+				s.exposeProblem = serviceConflict(name)
 				continue
 			}
 			if !apierrors.IsNotFound(err) {
@@ -66,4 +66,10 @@ func (r *DatabaseReconciler) reconcileExternalServices(ctx context.Context, s *s
 		}
 	}
 	return nil
+}
+
+// serviceConflict says that the Service name spec.expose asks for is
+// another's.
+func serviceConflict(name string) string {
+	return fmt.Sprintf("spec.expose: Service %s exists and is not this Database's; rename or delete it", name)
 }
