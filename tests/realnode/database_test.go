@@ -6,6 +6,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"database/sql"
+	"errors"
 	"fmt"
 	"net"
 	"strconv"
@@ -211,7 +212,7 @@ func connectOver(ctx context.Context, db *dbpilotv1alpha1.Database, at endpoint,
 		cfg.ConnectTimeout = 5 * time.Second
 		conn, err := pgx.ConnectConfig(ctx, cfg)
 		if err != nil {
-			return nil, err
+			return nil, textOnly(err)
 		}
 		return pgSession{conn}, nil
 	}
@@ -225,9 +226,16 @@ func connectOver(ctx context.Context, db *dbpilotv1alpha1.Database, at endpoint,
 	sqlDB := sql.OpenDB(connector)
 	if err := sqlDB.PingContext(ctx); err != nil {
 		sqlDB.Close()
-		return nil, err
+		return nil, textOnly(err)
 	}
 	return mysqlSession{sqlDB}, nil
+}
+
+// textOnly is err as its message alone: a driver's connection error
+// carries its configuration, password and client key included, which a
+// failing assertion would print in full.
+func textOnly(err error) error {
+	return errors.New(err.Error())
 }
 
 // newDatabase is a Database of one engine version with 1Gi volumes.

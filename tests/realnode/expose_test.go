@@ -59,8 +59,13 @@ func TestExposedDatabaseReachedFromOutside(t *testing.T) {
 	g.Expect(session.exec(ctx, "CREATE TABLE orders (id INT PRIMARY KEY)")).To(Succeed())
 	g.Expect(session.exec(ctx, "INSERT INTO orders SELECT generate_series(1, 100)")).To(Succeed())
 
-	inside, err := connectApp(ctx, db)
-	g.Expect(err).NotTo(HaveOccurred())
+	// kube-proxy programs each Service on its own, about a second after
+	// its endpoint turns ready.
+	var inside sqlSession
+	g.Eventually(func() (err error) {
+		inside, err = connectApp(ctx, db)
+		return err
+	}, 30*time.Second, 200*time.Millisecond).Should(Succeed(), "the application user connects through -rw")
 	defer inside.close()
 	g.Expect(inside.queryInt(ctx, "SELECT SUM(id) FROM orders")).To(Equal(5050), "the rows written from outside, read through -rw")
 
