@@ -98,6 +98,20 @@ func Decide(in Input) Decision {
 		"replayShare": round(m.ReplayShare),
 	}
 
+	// Pods the cluster cannot place serve nothing and hold every later
+	// change behind a scale-up that never ends, however busy it keeps the
+	// Database: go back to what the cluster places, and grow the tier
+	// instead of adding pods until it places more.
+	if c := p.PlaceableReplicas; c > 0 {
+		if placed := max(p.MinReplicas, c); cur.Replicas > placed {
+			d.Replicas, d.Action, d.Reason = placed, ActionScaleDown, ReasonUnschedulable
+			d.Message = fmt.Sprintf("%d of %d pods cannot be scheduled: back to %d pods, and a bigger tier rather than more pods while the cluster places no more",
+				cur.Replicas-c, cur.Replicas, placed)
+			return d
+		}
+		p.MaxReplicas = max(p.MinReplicas, min(p.MaxReplicas, c))
+		in.Policy = p
+	}
 	if in.Current.Busy != "" {
 		return hold(d, ReasonBusy, "Waiting for "+in.Current.Busy+" to finish")
 	}

@@ -139,6 +139,37 @@ func TestDecide(t *testing.T) {
 			action: ActionScaleUp, reason: ReasonReadPressure, replicas: 3, tier: dbpilotv1alpha1.TierMedium, metricsOK: true,
 		},
 		{
+			// A third pod the cluster cannot place: back to two at once,
+			// however busy the Database looks (its scale-up never ends).
+			name: "pods the cluster cannot place are taken back", in: func() Input {
+				three := Size{Replicas: 3, Tier: dbpilotv1alpha1.TierMedium}
+				in := input(three, steady(twoMedium, Load{Write: 0.2, Read: 3.2}, 5*time.Minute))
+				in.Policy.PlaceableReplicas = 2
+				in.Current.Busy = "the rollout in progress"
+				return in
+			}(),
+			action: ActionScaleDown, reason: ReasonUnschedulable, replicas: 2, tier: dbpilotv1alpha1.TierMedium, metricsOK: true,
+		},
+		{
+			// The same read pressure that would add a third pod takes a
+			// bigger tier while the cluster places two.
+			name: "read pressure grows the tier while the cluster places no more pods", in: func() Input {
+				in := input(twoMedium, steady(twoMedium, Load{Write: 0.2, Read: 3.2}, 5*time.Minute))
+				in.Policy.PlaceableReplicas = 2
+				return in
+			}(),
+			action: ActionTierUp, reason: ReasonReadPressure, replicas: 2, tier: dbpilotv1alpha1.TierLarge, metricsOK: true,
+		},
+		{
+			// The owner's minimum wins over what the cluster places.
+			name: "the owner's minimum stays however few pods the cluster places", in: func() Input {
+				in := input(twoMedium, steady(twoMedium, Load{Write: 0.2, Read: 1}, 5*time.Minute))
+				in.Policy.MinReplicas, in.Policy.PlaceableReplicas = 2, 1
+				return in
+			}(),
+			action: ActionHold, reason: ReasonWithinTargets, replicas: 2, tier: dbpilotv1alpha1.TierMedium, metricsOK: true,
+		},
+		{
 			name: "a breach shorter than the stabilization window waits", in: func() Input {
 				h := steady(twoMedium, Load{Write: 0.2, Read: 1}, 10*time.Minute)
 				h[len(h)-1] = sample(now, twoMedium, Load{Write: 2, Read: 2}, 0.5)

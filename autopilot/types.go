@@ -61,6 +61,12 @@ type Policy struct {
 	StorageMaxBytes               float64
 	// StorageExpandable is whether the volumes' StorageClass allows expansion.
 	StorageExpandable bool
+	// PlaceableReplicas is the most pods the cluster has been seen to
+	// place: a scale-up left pods the scheduler could not place (no node
+	// fits them, or a required anti-affinity leaves none free). Zero when
+	// nothing is known to limit it. The auto-pilot goes back to it and
+	// grows the tier rather than add pods the cluster cannot place.
+	PlaceableReplicas int32
 }
 
 func (p Policy) flapWindow() time.Duration {
@@ -157,6 +163,8 @@ const (
 	ReasonAtBounds          = "AtBounds"
 	ReasonStorageThreshold  = "StorageThreshold"
 	ReasonStorageFixed      = "StorageNotExpandable"
+	// ReasonUnschedulable: pods a scale-up added cannot be scheduled.
+	ReasonUnschedulable = "Unschedulable"
 )
 
 // Decision is the auto-pilot's verdict for one Database at one time.

@@ -61,12 +61,16 @@ type AutopilotRunner struct {
 	// InPlaceResize: the reconciler resizes pods in place for a tier
 	// change (the API server serves pods/resize).
 	InPlaceResize bool
-	Clock         clock.WithTicker
+	// PlacementGrace is how long a pod a scale-up added may wait for a
+	// node before the auto-pilot takes it back; placementGrace when zero.
+	PlacementGrace time.Duration
+	Clock          clock.WithTicker
 
-	mu      sync.Mutex
-	history map[types.NamespacedName][]autopilot.Sample
-	last    map[types.NamespacedName]autopilot.LastChanges
-	busy    map[types.NamespacedName]bool
+	mu         sync.Mutex
+	history    map[types.NamespacedName][]autopilot.Sample
+	last       map[types.NamespacedName]autopilot.LastChanges
+	busy       map[types.NamespacedName]bool
+	placements map[types.NamespacedName]placement
 }
 
 // NeedLeaderElection makes the runner run on the leader only.
@@ -107,6 +111,7 @@ func (r *AutopilotRunner) Cycle(ctx context.Context) error {
 		r.history = map[types.NamespacedName][]autopilot.Sample{}
 		r.last = map[types.NamespacedName]autopilot.LastChanges{}
 		r.busy = map[types.NamespacedName]bool{}
+		r.placements = map[types.NamespacedName]placement{}
 	}
 	dbs := &dbpilotv1alpha1.DatabaseList{}
 	if err := r.Client.List(ctx, dbs); err != nil {
@@ -149,9 +154,11 @@ func (r *AutopilotRunner) Cycle(ctx context.Context) error {
 		if sourceErr == nil {
 			r.history[key] = trimHistory(append(r.history[key], sampleOf(db, podsOf[key], snap)), now)
 		}
+		policy := r.policyOf(ctx, db)
+		policy.PlaceableReplicas = r.placeable(db, podsOf[key], now)
 		in := autopilot.Input{
 			Now:     now,
-			Policy:  r.policyOf(ctx, db),
+			Policy:  policy,
 			Current: r.currentOf(db),
 			Last:    r.lastOf(db, now),
 			History: r.history[key],
@@ -176,6 +183,7 @@ func (r *AutopilotRunner) forgetDeleted(dbs []dbpilotv1alpha1.Database) {
 	maps.DeleteFunc(r.history, func(key types.NamespacedName, _ []autopilot.Sample) bool { return !exists[key] })
 	maps.DeleteFunc(r.last, func(key types.NamespacedName, _ autopilot.LastChanges) bool { return !exists[key] })
 	maps.DeleteFunc(r.busy, func(key types.NamespacedName, _ bool) bool { return !exists[key] })
+	maps.DeleteFunc(r.placements, func(key types.NamespacedName, _ placement) bool { return !exists[key] })
 }
 
 // Following returns the Databases the runner keeps state for (metrics
@@ -184,7 +192,8 @@ func (r *AutopilotRunner) forgetDeleted(dbs []dbpilotv1alpha1.Database) {
 func (r *AutopilotRunner) Following() []types.NamespacedName {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	keys := slices.Concat(slices.Collect(maps.Keys(r.history)), slices.Collect(maps.Keys(r.last)), slices.Collect(maps.Keys(r.busy)))
+	keys := slices.Concat(slices.Collect(maps.Keys(r.history)), slices.Collect(maps.Keys(r.last)), slices.Collect(maps.Keys(r.busy)),
+		slices.Collect(maps.Keys(r.placements)))
 	slices.SortFunc(keys, func(a, b types.NamespacedName) int { return strings.Compare(a.String(), b.String()) })
 	return slices.Compact(keys)
 }

@@ -239,6 +239,7 @@ func unschedulable(name string, since time.Time, why string) corev1.Pod {
 	p := pod(name, false, since)
 	p.Status.Conditions = append(p.Status.Conditions, corev1.PodCondition{
 		Type: corev1.PodScheduled, Status: corev1.ConditionFalse, Reason: corev1.PodReasonUnschedulable, Message: why,
+		LastTransitionTime: metav1.NewTime(since),
 	})
 	return p
 }

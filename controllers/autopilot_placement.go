@@ -1,0 +1,103 @@
+package controllers
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
+)
+
+// placementGrace is how long a pod a scale-up added may wait for a node
+// before the auto-pilot takes it back: long enough for a cluster
+// autoscaler to add one.
+const placementGrace = 5 * time.Minute
+
+// placementMemory is how long the auto-pilot keeps to the pods the cluster
+// placed after it last saw one it could not place; then it tries more pods
+// again (the cluster may have grown).
+const placementMemory = 30 * time.Minute
+
+// placement is the most pods the cluster placed for a Database, and when
+// a pod beyond them was last seen unplaceable.
+type placement struct {
+	replicas int32
+	seen     time.Time
+}
+
+// placeableNow is how many of the Database's pods the scheduler placed,
+// when it scales (not rolls), the pods it could not place are the last
+// ordinals (those a scale-up adds, and a scale-down removes first), and
+// one has waited for a node for longer than grace; 0 when nothing shows a
+// limit. A pod a roll or a drain recreates and the scheduler cannot place
+// is not the number of pods' doing: fewer pods would remove another one.
+func placeableNow(db *dbpilotv1alpha1.Database, pods []corev1.Pod, now time.Time, grace time.Duration) int32 {
+	progressing := meta.FindStatusCondition(db.Status.Conditions, dbpilotv1alpha1.ConditionProgressing)
+	if progressing == nil || progressing.Status != metav1.ConditionTrue || progressing.Reason != dbpilotv1alpha1.ReasonScaling {
+		return 0
+	}
+	var placed int32
+	firstUnplaced := -1
+	waitedLong := false
+	for i := range pods {
+		pod := &pods[i]
+		if !pod.DeletionTimestamp.IsZero() {
+			continue
+		}
+		since, unplaced := unschedulableSince(pod)
+		if !unplaced {
+			placed++
+			continue
+		}
+		if ordinal := ordinalOf(pod.Name); firstUnplaced < 0 || ordinal < firstUnplaced {
+			firstUnplaced = ordinal
+		}
+		waitedLong = waitedLong || now.Sub(since) >= grace
+	}
+	if !waitedLong || firstUnplaced < int(placed) {
+		return 0
+	}
+	return placed
+}
+
+// unschedulableSince reports whether the scheduler could not place the pod,
+// and since when.
+func unschedulableSince(pod *corev1.Pod) (time.Time, bool) {
+	for _, cond := range pod.Status.Conditions {
+		if cond.Type == corev1.PodScheduled && cond.Status == corev1.ConditionFalse && cond.Reason == corev1.PodReasonUnschedulable {
+			return cond.LastTransitionTime.Time, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// placeable is the PlaceableReplicas of the auto-pilot's policy: what the
+// cluster places now, or what it placed within placementMemory; 0 when
+// nothing limits it. A limit seen only one pod short of the owner's
+// minimum is still a limit: the engine keeps the minimum.
+func (r *AutopilotRunner) placeable(db *dbpilotv1alpha1.Database, pods []corev1.Pod, now time.Time) int32 {
+	key := client.ObjectKeyFromObject(db)
+	if placed := placeableNow(db, pods, now, r.placementGrace()); placed > 0 {
+		r.placements[key] = placement{replicas: placed, seen: now}
+	}
+	p, ok := r.placements[key]
+	if !ok {
+		return 0
+	}
+	if now.Sub(p.seen) > placementMemory {
+		delete(r.placements, key)
+		return 0
+	}
+	return p.replicas
+}
+
+func (r *AutopilotRunner) placementGrace() time.Duration {
+	if r.PlacementGrace <= 0 {
+		return placementGrace
+	}
+	return r.PlacementGrace
+}
