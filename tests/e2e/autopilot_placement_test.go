@@ -6,17 +6,11 @@ import (
 	"time"
 
 	. "github.com/onsi/gomega"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/client-go/tools/events"
-	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
 	"github.com/dbpilot/dbpilot/autopilot"
 	"github.com/dbpilot/dbpilot/autopilot/promsource"
-	"github.com/dbpilot/dbpilot/controllers"
-	"github.com/dbpilot/dbpilot/internal/options"
 )
 
 // TestAutopilotTakesBackPodsTheClusterCannotPlace runs the auto-pilot in
@@ -31,41 +25,13 @@ func TestAutopilotTakesBackPodsTheClusterCannotPlace(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := restrictedNamespace(t, "autopilot-placement")
-	opts := options.Default()
-	opts.WatchNamespaces = ns
-	opts.LeaderElection = false
-	opts.AutopilotInterval = time.Hour
-	startOperatorWith(t, restConfig, opts)
 	nodePool(t, "e2e-placement-pool", 2)
-
-	broadcaster := events.NewBroadcaster(&events.EventSinkImpl{Interface: clientset.EventsV1()})
-	stop := make(chan struct{})
-	broadcaster.StartRecordingToSink(stop)
-	t.Cleanup(func() { close(stop); broadcaster.Shutdown() })
-	source := &craftedSource{}
-	clock := clocktesting.NewFakeClock(time.Now())
-	runner := &controllers.AutopilotRunner{
-		Client:         client.NewNamespacedClient(k8sClient, ns),
-		Source:         source,
-		Recorder:       broadcaster.NewRecorder(k8sClient.Scheme(), controllers.AutopilotFieldOwner),
-		Interval:       15 * time.Second,
-		SettleTime:     30 * time.Second,
-		FlapWindow:     time.Minute,
-		PlacementGrace: time.Second,
-		Clock:          clock,
-	}
-	cycle := func(g Gomega) {
-		clock.Step(15 * time.Second)
-		g.Expect(runner.Cycle(ctx)).To(Succeed())
-	}
+	runner, source, _, cycle := runnerOnFakeClock(t, ns)
+	runner.PlacementGrace = time.Second
 
 	db := newDatabase(ns, "pooled", dbpilotv1alpha1.EnginePostgres)
 	db.Spec.Replicas = ptr.To[int32](2)
-	db.Spec.Scheduling = &dbpilotv1alpha1.SchedulingSpec{
-		NodeSelector:    map[string]dbpilotv1alpha1.LabelValue{poolLabel: "e2e-placement-pool"},
-		Tolerations:     []dbpilotv1alpha1.Toleration{{Key: poolLabel, Operator: corev1.TolerationOpEqual, Value: "e2e-placement-pool", Effect: corev1.TaintEffectNoSchedule}},
-		PodAntiAffinity: &dbpilotv1alpha1.PodAntiAffinitySpec{Type: dbpilotv1alpha1.PodAntiAffinityRequired, TopologyKey: corev1.LabelHostname},
-	}
+	db.Spec.Scheduling = onePodPerNodeOf("e2e-placement-pool")
 	db.Spec.Autopilot = &dbpilotv1alpha1.AutopilotSpec{
 		Mode:                          dbpilotv1alpha1.AutopilotAuto,
 		Replicas:                      &dbpilotv1alpha1.ReplicaBounds{Min: 1, Max: 3},

@@ -52,21 +52,13 @@ func (s *craftedSource) Snapshot(_ context.Context, at time.Time) (promsource.Sn
 	return snap, nil
 }
 
-// TestAutopilotRunnerCycles drives the auto-pilot's runner cycle by cycle on
-// a fake clock, against the real API server and the Database reconciler,
-// with metrics the test crafts: a Prometheus error records no decision and
-// says why, and the auto-pilot is ready again when Prometheus is back; in
-// Recommend mode a recommendation never changes the effective size, and a
-// hold that only waits keeps it; Auto mode applies it with an Event; Off
-// clears the auto-pilot's status; a deleted Database's state is dropped.
-func TestAutopilotRunnerCycles(t *testing.T) {
-	t.Parallel()
-	g := NewWithT(t)
-	ctx := context.Background()
-	ns := restrictedNamespace(t, "autopilot-runner")
-
-	// The reconciler, with its own runner idle after its first cycle: the
-	// test's runner is the one that decides.
+// runnerOnFakeClock starts the reconciler for namespace ns, with its own
+// auto-pilot runner idle after its first cycle, and returns the test's
+// runner, which decides: on a fake clock, with metrics from a crafted
+// source, recording Events; cycle steps the clock by an interval and runs
+// one cycle.
+func runnerOnFakeClock(t *testing.T, ns string) (*controllers.AutopilotRunner, *craftedSource, *clocktesting.FakeClock, func(Gomega)) {
+	t.Helper()
 	opts := options.Default()
 	opts.WatchNamespaces = ns
 	opts.LeaderElection = false
@@ -90,9 +82,26 @@ func TestAutopilotRunnerCycles(t *testing.T) {
 		Clock:      clock,
 	}
 	cycle := func(g Gomega) {
-		clock.Step(15 * time.Second)
-		g.Expect(runner.Cycle(ctx)).To(Succeed())
+		clock.Step(runner.Interval)
+		g.Expect(runner.Cycle(context.Background())).To(Succeed())
 	}
+	return runner, source, clock, cycle
+}
+
+// TestAutopilotRunnerCycles drives the auto-pilot's runner cycle by cycle on
+// a fake clock, against the real API server and the Database reconciler,
+// with metrics the test crafts: a Prometheus error records no decision and
+// says why, and the auto-pilot is ready again when Prometheus is back; in
+// Recommend mode a recommendation never changes the effective size, and a
+// hold that only waits keeps it; Auto mode applies it with an Event; Off
+// clears the auto-pilot's status; a deleted Database's state is dropped.
+func TestAutopilotRunnerCycles(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := restrictedNamespace(t, "autopilot-runner")
+
+	runner, source, clock, cycle := runnerOnFakeClock(t, ns)
 
 	db := newDatabase(ns, "ledger", dbpilotv1alpha1.EnginePostgres)
 	db.Spec.Replicas = ptr.To[int32](2)

@@ -55,6 +55,16 @@ func nodePool(t *testing.T, pool string, n int) []string {
 	return names
 }
 
+// onePodPerNodeOf is the scheduling of a Database whose pods run on the
+// nodes of pool (nodePool's), one on each.
+func onePodPerNodeOf(pool string) *dbpilotv1alpha1.SchedulingSpec {
+	return &dbpilotv1alpha1.SchedulingSpec{
+		NodeSelector:    map[string]dbpilotv1alpha1.LabelValue{poolLabel: dbpilotv1alpha1.LabelValue(pool)},
+		Tolerations:     []dbpilotv1alpha1.Toleration{{Key: poolLabel, Operator: corev1.TolerationOpEqual, Value: dbpilotv1alpha1.LabelValue(pool), Effect: corev1.TaintEffectNoSchedule}},
+		PodAntiAffinity: &dbpilotv1alpha1.PodAntiAffinitySpec{Type: dbpilotv1alpha1.PodAntiAffinityRequired, TopologyKey: corev1.LabelHostname},
+	}
+}
+
 // TestSchedulingPlacesPodsAndSaysWhyNot gives a Database a node pool of its
 // own: spec.scheduling's node selector and toleration put its pods there,
 // a required anti-affinity one on each node, and they carry
@@ -74,11 +84,7 @@ func TestSchedulingPlacesPodsAndSaysWhyNot(t *testing.T) {
 
 	db := newDatabase(ns, "placed", dbpilotv1alpha1.EnginePostgres)
 	db.Spec.Replicas = ptr.To[int32](2)
-	db.Spec.Scheduling = &dbpilotv1alpha1.SchedulingSpec{
-		NodeSelector:    map[string]dbpilotv1alpha1.LabelValue{poolLabel: "e2e-scheduling-pool"},
-		Tolerations:     []dbpilotv1alpha1.Toleration{{Key: poolLabel, Operator: corev1.TolerationOpEqual, Value: "e2e-scheduling-pool", Effect: corev1.TaintEffectNoSchedule}},
-		PodAntiAffinity: &dbpilotv1alpha1.PodAntiAffinitySpec{Type: dbpilotv1alpha1.PodAntiAffinityRequired, TopologyKey: corev1.LabelHostname},
-	}
+	db.Spec.Scheduling = onePodPerNodeOf("e2e-scheduling-pool")
 	db.Spec.PodMetadata = &dbpilotv1alpha1.PodMetadata{
 		Labels:      map[string]dbpilotv1alpha1.LabelValue{"team": "orders"},
 		Annotations: map[string]dbpilotv1alpha1.AnnotationValue{"example.com/note": "placed by the pool's rules"},
