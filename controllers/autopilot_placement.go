@@ -48,7 +48,7 @@ func placeableNow(db *dbpilotv1alpha1.Database, pods []corev1.Pod, now time.Time
 		if !pod.DeletionTimestamp.IsZero() {
 			continue
 		}
-		since, unplaced := unschedulableSince(pod)
+		refusal, unplaced := schedulerRefusal(pod)
 		if !unplaced {
 			placed++
 			continue
@@ -56,23 +56,12 @@ func placeableNow(db *dbpilotv1alpha1.Database, pods []corev1.Pod, now time.Time
 		if ordinal := ordinalOf(pod.Name); firstUnplaced < 0 || ordinal < firstUnplaced {
 			firstUnplaced = ordinal
 		}
-		waitedLong = waitedLong || now.Sub(since) >= grace
+		waitedLong = waitedLong || now.Sub(refusal.LastTransitionTime.Time) >= grace
 	}
 	if !waitedLong || firstUnplaced < int(placed) {
 		return 0
 	}
 	return placed
-}
-
-// unschedulableSince reports whether the scheduler could not place the pod,
-// and since when.
-func unschedulableSince(pod *corev1.Pod) (time.Time, bool) {
-	for _, cond := range pod.Status.Conditions {
-		if cond.Type == corev1.PodScheduled && cond.Status == corev1.ConditionFalse && cond.Reason == corev1.PodReasonUnschedulable {
-			return cond.LastTransitionTime.Time, true
-		}
-	}
-	return time.Time{}, false
 }
 
 // placeable is the PlaceableReplicas of the auto-pilot's policy: what the

@@ -36,6 +36,17 @@ func (r *DatabaseReconciler) schedulingProblem(ctx context.Context, db *dbpilotv
 	return "", nil
 }
 
+// schedulerRefusal is the pod's PodScheduled condition when the scheduler
+// could not place it.
+func schedulerRefusal(pod *corev1.Pod) (corev1.PodCondition, bool) {
+	for _, cond := range pod.Status.Conditions {
+		if cond.Type == corev1.PodScheduled && cond.Status == corev1.ConditionFalse && cond.Reason == corev1.PodReasonUnschedulable {
+			return cond, true
+		}
+	}
+	return corev1.PodCondition{}, false
+}
+
 // unscheduled says, for each pod the scheduler could not place, why in
 // its own words ("orders-2: 0/3 nodes are available: ..."), by pod name.
 func unscheduled(pods []corev1.Pod) []string {
@@ -45,10 +56,8 @@ func unscheduled(pods []corev1.Pod) []string {
 		if !pod.DeletionTimestamp.IsZero() {
 			continue
 		}
-		for _, cond := range pod.Status.Conditions {
-			if cond.Type == corev1.PodScheduled && cond.Status == corev1.ConditionFalse && cond.Reason == corev1.PodReasonUnschedulable {
-				why = append(why, pod.Name+": "+strings.TrimSpace(cond.Message))
-			}
+		if refusal, ok := schedulerRefusal(pod); ok {
+			why = append(why, pod.Name+": "+strings.TrimSpace(refusal.Message))
 		}
 	}
 	sort.Strings(why)

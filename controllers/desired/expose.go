@@ -31,11 +31,7 @@ func externalService(db *dbpilotv1alpha1.Database, name, role string, spec *dbpi
 		WithLabels(db.CommonLabels()).
 		WithOwnerReferences(ownerReference(db))
 	if len(spec.Annotations) > 0 {
-		annotations := make(map[string]string, len(spec.Annotations))
-		for key, value := range spec.Annotations {
-			annotations[key] = string(value)
-		}
-		service = service.WithAnnotations(annotations)
+		service = service.WithAnnotations(plainStrings(spec.Annotations))
 	}
 	serviceSpec := corev1ac.ServiceSpec().
 		WithType(spec.Type).

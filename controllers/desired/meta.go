@@ -6,6 +6,16 @@ import (
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
 )
 
+// plainStrings is a map of the API's string-valued types (label and
+// annotation values) as the plain strings objects carry.
+func plainStrings[V ~string](m map[string]V) map[string]string {
+	plain := make(map[string]string, len(m))
+	for key, value := range m {
+		plain[key] = string(value)
+	}
+	return plain
+}
+
 // ownerReference is the controller reference every child carries, so it is
 // garbage-collected with the Database.
 func ownerReference(db *dbpilotv1alpha1.Database) *metav1ac.OwnerReferenceApplyConfiguration {

@@ -11,9 +11,7 @@ import (
 func podLabels(db *dbpilotv1alpha1.Database) map[string]string {
 	labels := map[string]string{}
 	if m := db.Spec.PodMetadata; m != nil {
-		for key, value := range m.Labels {
-			labels[key] = string(value)
-		}
+		labels = plainStrings(m.Labels)
 	}
 	maps.Copy(labels, db.CommonLabels())
 	return labels
@@ -24,9 +22,7 @@ func podLabels(db *dbpilotv1alpha1.Database) map[string]string {
 func podAnnotations(db *dbpilotv1alpha1.Database, own map[string]string) map[string]string {
 	annotations := map[string]string{}
 	if m := db.Spec.PodMetadata; m != nil {
-		for key, value := range m.Annotations {
-			annotations[key] = string(value)
-		}
+		annotations = plainStrings(m.Annotations)
 	}
 	maps.Copy(annotations, own)
 	return annotations

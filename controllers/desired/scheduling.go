@@ -19,11 +19,7 @@ func withScheduling(spec *corev1ac.PodSpecApplyConfiguration, db *dbpilotv1alpha
 		return spec
 	}
 	if len(scheduling.NodeSelector) > 0 {
-		selector := make(map[string]string, len(scheduling.NodeSelector))
-		for key, value := range scheduling.NodeSelector {
-			selector[key] = string(value)
-		}
-		spec = spec.WithNodeSelector(selector)
+		spec = spec.WithNodeSelector(plainStrings(scheduling.NodeSelector))
 	}
 	for _, t := range scheduling.Tolerations {
 		toleration := corev1ac.Toleration().WithOperator(t.Operator)
