@@ -282,6 +282,8 @@ func currentOf(db *dbpilotv1alpha1.Database) autopilot.Current {
 	switch {
 	case db.Spec.Paused:
 		current.Busy = "the Database to be unpaused"
+	case db.Spec.Hibernate:
+		current.Busy = "the Database to be resumed (spec.hibernate)"
 	case db.Status.ObservedGeneration < db.Generation || meta.IsStatusConditionTrue(db.Status.Conditions, dbpilotv1alpha1.ConditionProgressing):
 		current.Busy = "the rollout in progress"
 	case db.Spec.Bootstrap != nil && db.Spec.Bootstrap.FromBackup != nil && !meta.IsStatusConditionTrue(db.Status.Conditions, dbpilotv1alpha1.ConditionAvailable):

@@ -28,7 +28,8 @@ var scheduleParser = cron.NewParser(cron.SecondOptional | cron.Minute | cron.Hou
 
 // reconcileBackups runs spec.backup: it creates a DatabaseBackup when the
 // schedule says so (none while another of the Database's backups runs: that
-// run is skipped, as a CronJob with concurrencyPolicy Forbid does), prunes
+// run is skipped, as a CronJob with concurrencyPolicy Forbid does; none
+// while it hibernates, the latest missed run being taken on resume), prunes
 // the scheduled ones retention no longer keeps, and records what it sees
 // for the status.
 func (r *DatabaseReconciler) reconcileBackups(ctx context.Context, s *scope) (ctrl.Result, error) {
@@ -53,6 +54,12 @@ func (r *DatabaseReconciler) reconcileBackups(ctx context.Context, s *scope) (ct
 		from = *last
 	}
 	due := schedule.Next(from)
+	if !due.After(now) && db.Spec.Hibernate {
+		// No instance runs to take it: the latest run missed is taken
+		// on resume, which changes the spec (and so reconciles).
+		s.backups = backups
+		return ctrl.Result{}, r.pruneBackups(ctx, db, backups, now)
+	}
 	if !due.After(now) {
 		// Only the latest missed run is taken, not every one missed while
 		// the operator was away.

@@ -30,6 +30,9 @@ type observation struct {
 	volumeProblem            string
 	schedulingProblem        string
 	exposeProblem            string
+	// hibernationHold says why a hibernating Database's pods do not
+	// stop yet.
+	hibernationHold string
 	// predecessorPending names a child a deleted Database of the same
 	// name still owns.
 	predecessorPending string
@@ -140,10 +143,14 @@ func buildConditions(db *dbpilotv1alpha1.Database, obs observation, current []me
 	}
 
 	primary := primaryPod(obs.primary, obs.pods)
-	if primary != nil && podReady(primary) {
+	switch {
+	case db.Spec.Hibernate && len(obs.pods) == 0:
+		set(dbpilotv1alpha1.ConditionAvailable, metav1.ConditionFalse, dbpilotv1alpha1.ReasonHibernated,
+			"spec.hibernate is true: no pod runs; setting it to false starts them again")
+	case primary != nil && podReady(primary):
 		set(dbpilotv1alpha1.ConditionAvailable, metav1.ConditionTrue, dbpilotv1alpha1.ReasonPrimaryReady,
 			fmt.Sprintf("Primary %s accepts connections through %s", primary.Name, db.ReadWriteServiceName()))
-	} else {
+	default:
 		set(dbpilotv1alpha1.ConditionAvailable, metav1.ConditionFalse, dbpilotv1alpha1.ReasonPrimaryNotReady,
 			fmt.Sprintf("Primary %s is not ready", obs.primary))
 	}
@@ -153,6 +160,13 @@ func buildConditions(db *dbpilotv1alpha1.Database, obs observation, current []me
 	case db.Spec.Paused:
 		set(dbpilotv1alpha1.ConditionProgressing, metav1.ConditionFalse, dbpilotv1alpha1.ReasonPaused,
 			"spec.paused is true: dbpilot changes nothing until it is set to false")
+	case db.Spec.Hibernate:
+		reason, message := hibernationProgress(obs.hibernationHold, len(obs.pods))
+		status := metav1.ConditionTrue
+		if reason == dbpilotv1alpha1.ReasonHibernated {
+			status = metav1.ConditionFalse
+		}
+		set(dbpilotv1alpha1.ConditionProgressing, status, reason, message)
 	case isRolling:
 		if why := unscheduled(obs.pods); len(why) > 0 {
 			message += "; the scheduler cannot place " + strings.Join(why, "; ")
@@ -216,6 +230,10 @@ func phaseOf(db *dbpilotv1alpha1.Database, conditions []metav1.Condition) dbpilo
 		return dbpilotv1alpha1.PhaseFailed
 	case degraded != nil && degraded.Status == metav1.ConditionTrue:
 		return dbpilotv1alpha1.PhaseDegraded
+	case db.Spec.Hibernate && meta.IsStatusConditionTrue(conditions, dbpilotv1alpha1.ConditionProgressing):
+		return dbpilotv1alpha1.PhaseHibernating
+	case db.Spec.Hibernate:
+		return dbpilotv1alpha1.PhaseHibernated
 	case !meta.IsStatusConditionTrue(conditions, dbpilotv1alpha1.ConditionAvailable):
 		return dbpilotv1alpha1.PhaseProvisioning
 	case meta.IsStatusConditionTrue(conditions, dbpilotv1alpha1.ConditionProgressing):

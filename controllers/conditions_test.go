@@ -29,6 +29,11 @@ func testDatabase(replicas int32) *dbpilotv1alpha1.Database {
 	return db
 }
 
+func hibernating(db *dbpilotv1alpha1.Database) *dbpilotv1alpha1.Database {
+	db.Spec.Hibernate = true
+	return db
+}
+
 func pod(name string, ready bool, since time.Time) corev1.Pod {
 	status := corev1.ConditionFalse
 	if ready {
@@ -149,6 +154,31 @@ func TestBuildConditions(t *testing.T) {
 				clientCertificateProblem: "the client certificate authority in Secret x-client-ca cannot sign"},
 			available: metav1.ConditionTrue, progressing: metav1.ConditionFalse, degraded: metav1.ConditionTrue,
 			progressingReason: dbpilotv1alpha1.ReasonReconciled, degradedReason: dbpilotv1alpha1.ReasonClientCertificateInvalid, phase: "Degraded",
+		},
+		{
+			name: "hibernating while the primary moves to ordinal 0", db: hibernating(testDatabase(2)),
+			obs: observation{primary: "db-1", statefulSet: sts(2, 2, 2, "a", "a"), pods: []corev1.Pod{pod("db-0", true, old), pod("db-1", true, old)},
+				hibernationHold: "waiting for the primary db-1 to move to db-0"},
+			available: metav1.ConditionTrue, progressing: metav1.ConditionTrue, degraded: metav1.ConditionFalse,
+			progressingReason: dbpilotv1alpha1.ReasonHibernating, degradedReason: dbpilotv1alpha1.ReasonAsExpected, phase: "Hibernating",
+		},
+		{
+			name: "hibernating, the primary still stopping", db: hibernating(testDatabase(3)),
+			obs:       observation{primary: "db-0", statefulSet: sts(1, 1, 1, "a", "a"), pods: []corev1.Pod{pod("db-0", true, old)}},
+			available: metav1.ConditionTrue, progressing: metav1.ConditionTrue, degraded: metav1.ConditionFalse,
+			progressingReason: dbpilotv1alpha1.ReasonHibernating, degradedReason: dbpilotv1alpha1.ReasonAsExpected, phase: "Hibernating",
+		},
+		{
+			name: "hibernated", db: hibernating(testDatabase(3)),
+			obs:       observation{primary: "db-0", statefulSet: sts(0, 0, 0, "a", "a")},
+			available: metav1.ConditionFalse, progressing: metav1.ConditionFalse, degraded: metav1.ConditionFalse,
+			progressingReason: dbpilotv1alpha1.ReasonHibernated, degradedReason: dbpilotv1alpha1.ReasonAsExpected, phase: "Hibernated",
+		},
+		{
+			name: "resuming", db: testDatabase(3),
+			obs:       observation{primary: "db-0", statefulSet: sts(1, 0, 1, "a", "a"), pods: []corev1.Pod{pod("db-0", false, recent)}},
+			available: metav1.ConditionFalse, progressing: metav1.ConditionTrue, degraded: metav1.ConditionFalse,
+			progressingReason: dbpilotv1alpha1.ReasonCreating, degradedReason: dbpilotv1alpha1.ReasonAsExpected, phase: "Provisioning",
 		},
 		{
 			name: "reconcile error", db: testDatabase(1),

@@ -127,6 +127,9 @@ func (r *DatabaseBackupReconciler) start(ctx context.Context, backup *dbpilotv1a
 	case db.Spec.Backup == nil:
 		r.fail(backup, db, fmt.Sprintf("Database %s has no spec.backup, which says where its backups go", db.Name))
 		return ctrl.Result{}, nil
+	case db.Spec.Hibernate:
+		r.fail(backup, db, fmt.Sprintf("Database %s hibernates (spec.hibernate): no instance runs to take the backup", db.Name))
+		return ctrl.Result{}, nil
 	}
 	pod, err := r.backupSource(ctx, db)
 	if err != nil {

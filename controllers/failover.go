@@ -108,6 +108,10 @@ func (r *DatabaseReconciler) failOver(ctx context.Context, s *scope) (time.Durat
 		}
 		return failoverPoll, r.promote(ctx, s, d.Primary)
 	}
+	if db.Spec.Hibernate {
+		// Its pods stop on purpose.
+		return 0, nil
+	}
 	lostAt, lost := primaryLostAt(pod, now)
 	if !lost {
 		return 0, nil

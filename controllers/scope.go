@@ -79,6 +79,9 @@ type scope struct {
 	failoverProblem string
 	// failoverSettled tells the outcome of a failover that ended this pass.
 	failoverSettled string
+	// hibernationHold says why a hibernating Database's pods do not stop
+	// yet; "" when they stop, or when it does not hibernate.
+	hibernationHold string
 	// rolloutHandover is the pod a rollout needs the primary handed over
 	// to before it restarts the primary's pod; empty when none.
 	rolloutHandover string

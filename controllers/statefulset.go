@@ -66,11 +66,25 @@ func (r *DatabaseReconciler) reconcileStatefulSet(ctx context.Context, s *scope)
 		// stays.
 		opts.Replicas = int32(ordinalOf(d.Primary)) + 1
 	}
-	resize, err := r.planResize(ctx, s, live, hash, opts.ParametersRestart)
-	if err != nil {
-		return ctrl.Result{}, err
+	stopping := false
+	if db.Spec.Hibernate {
+		hold, err := r.hibernationHold(ctx, s, live)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		s.hibernationHold, stopping = hold, hold == ""
+	}
+	var resize resizePlan
+	if !stopping {
+		if resize, err = r.planResize(ctx, s, live, hash, opts.ParametersRestart); err != nil {
+			return ctrl.Result{}, err
+		}
 	}
 	switch {
+	case stopping:
+		// Every pod stops, the primary (ordinal 0) last; they start
+		// again on the current template.
+		opts.Stopped, opts.Replicas, opts.Partition = true, 0, 0
 	case resize.since != "":
 		// Every pod is held back; each is resized and relabelled.
 		opts.ResizingInPlaceSince = resize.since
@@ -115,7 +129,20 @@ func (r *DatabaseReconciler) reconcileStatefulSet(ctx context.Context, s *scope)
 // StatefulSet (pod template hash templateHash, replicas pods, restarted
 // for spec.parameters of digest restart) makes to the live one.
 func (r *DatabaseReconciler) recordChanges(db *dbpilotv1alpha1.Database, live *appsv1.StatefulSet, templateHash string, replicas int32, restart string) {
+	before := ptr.Deref(live.Spec.Replicas, 1)
 	switch {
+	case replicas == 0:
+		// Hibernating: the template a stopped Database takes changes
+		// no pod.
+		if before != 0 {
+			r.Recorder.Eventf(db, nil, corev1.EventTypeNormal, dbpilotv1alpha1.EventReasonHibernating, "Hibernate",
+				"Stopping the %d pods, replicas first, the primary %s last; the volumes are kept", before, db.PodName(0))
+		}
+		return
+	case before == 0:
+		r.Recorder.Eventf(db, nil, corev1.EventTypeNormal, dbpilotv1alpha1.EventReasonResuming, "Resume",
+			"Starting %d pods again, the primary %s first", replicas, db.PodName(0))
+		return
 	case live.Spec.Replicas != nil && *live.Spec.Replicas != replicas:
 		r.Recorder.Eventf(db, nil, corev1.EventTypeNormal, dbpilotv1alpha1.EventReasonScaled, "Scale",
 			"Scaling from %d to %d pods", *live.Spec.Replicas, replicas)

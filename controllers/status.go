@@ -45,7 +45,7 @@ func buildStatus(db *dbpilotv1alpha1.Database, obs observation, now metav1.Time)
 		status.Replicas = sts.Status.Replicas
 		status.ReadyReplicas = sts.Status.ReadyReplicas
 	}
-	status.Ready = fmt.Sprintf("%d/%d", status.ReadyReplicas, db.EffectiveReplicas())
+	status.Ready = fmt.Sprintf("%d/%d", status.ReadyReplicas, runningReplicas(db))
 	// What runs is what the primary's pod was created with.
 	if primary := primaryPod(obs.primary, obs.pods); primary != nil {
 		if tier := primary.Annotations[desired.AnnotationTier]; tier != "" {
@@ -88,6 +88,7 @@ func (r *DatabaseReconciler) writeStatus(ctx context.Context, s *scope, reconcil
 		volumeProblem:            s.volumeProblem,
 		schedulingProblem:        s.schedulingProblem,
 		exposeProblem:            s.exposeProblem,
+		hibernationHold:          s.hibernationHold,
 		predecessorPending:       s.predecessorPending,
 		reconcileErr:             reconcileErr,
 		degradingErr:             r.failures.degrading(client.ObjectKeyFromObject(s.db), reconcileErr, r.clock().Now()),

@@ -24,9 +24,10 @@ const switchoverMaxLag = 5 * time.Second
 const catchUpTimeout = 30 * time.Second
 
 // switchoverTarget is the replica the primary should hand over to, and
-// why: the user's dbpilot.io/switchover-to annotation (requested); a scale
-// down that would remove the primary's ordinal (the most advanced replica
-// that stays); a rollout about to restart the primary's pod. "" when no
+// why: the user's dbpilot.io/switchover-to annotation (requested); a
+// hibernation (the pod of ordinal 0, which starts first on resume); a
+// scale down that would remove the primary's ordinal (the most advanced
+// replica that stays); a rollout about to restart the primary's pod. "" when no
 // switchover is wanted.
 func switchoverTarget(s *scope) (target, why string, requested bool) {
 	if name := s.db.Annotations[dbpilotv1alpha1.AnnotationSwitchoverTo]; name != "" {
@@ -35,6 +36,9 @@ func switchoverTarget(s *scope) (target, why string, requested bool) {
 	d := s.designation
 	if d == nil {
 		return "", "", false
+	}
+	if s.db.Spec.Hibernate && ordinalOf(d.Primary) != 0 {
+		return s.db.PodName(0), "spec.hibernate stops the pods, and the pod of ordinal 0 starts first on resume", false
 	}
 	if ordinalOf(d.Primary) >= int(s.db.EffectiveReplicas()) {
 		var staying []corev1.Pod

@@ -87,6 +87,20 @@ const ReasonSchedulingInvalid = "SchedulingInvalid"
 // alone.
 const ReasonServiceConflict = "ServiceConflict"
 
+// ReasonHibernating (Progressing) says spec.hibernate is true and pods
+// still run; ReasonHibernated (Available, Progressing) says none does.
+const (
+	ReasonHibernating = "Hibernating"
+	ReasonHibernated  = "Hibernated"
+)
+
+// EventReasonHibernating: spec.hibernate stops the pods;
+// EventReasonResuming: spec.hibernate set back to false starts them.
+const (
+	EventReasonHibernating = "Hibernating"
+	EventReasonResuming    = "Resuming"
+)
+
 // Event reasons recorded on a Database.
 const (
 	EventReasonScaled      = "Scaled"

@@ -275,6 +275,21 @@ type DatabaseSpec struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Deletion Policy",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:select:Retain","urn:alm:descriptor:com.tectonic.ui:select:Delete"}
 	DeletionPolicy DeletionPolicy `json:"deletionPolicy,omitempty"`
 
+	// hibernate stops every pod of the Database and keeps its volumes,
+	// its Services, its Secrets and its backups: nothing runs and nothing
+	// is lost. The primary first moves to the pod of ordinal 0 (a
+	// switchover, which loses no commit), which starts first when the
+	// pods come back; a running backup is waited for. The replicas then
+	// stop, the primary last, each shutting down cleanly. While
+	// hibernated no scheduled backup is taken (the latest missed one is,
+	// on resume), a DatabaseBackup fails at once, no failover happens and
+	// the auto-pilot holds. Setting it back to false starts the pods
+	// again, the primary first, with the data, spec and settings they
+	// stopped with (changes made meanwhile apply as they start).
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Hibernate",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:booleanSwitch"}
+	Hibernate bool `json:"hibernate,omitempty"`
+
 	// paused stops dbpilot from changing anything for this Database until it is
 	// set back to false. Status is still reported.
 	// +optional

@@ -17,6 +17,11 @@ const (
 	PhaseDegraded     Phase = "Degraded"
 	PhasePaused       Phase = "Paused"
 	PhaseFailed       Phase = "Failed"
+	// PhaseHibernating: spec.hibernate is true and pods still run (the
+	// primary moving to ordinal 0, a backup finishing, pods stopping).
+	PhaseHibernating Phase = "Hibernating"
+	// PhaseHibernated: spec.hibernate is true and no pod runs.
+	PhaseHibernated Phase = "Hibernated"
 )
 
 // DatabaseStatus is the observed state of a Database, rebuilt from the world

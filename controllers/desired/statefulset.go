@@ -88,6 +88,8 @@ type StatefulSetOptions struct {
 	// replicas. The reconciler keeps pods a new template makes unneeded
 	// until it has rolled out.
 	Replicas int32
+	// Stopped runs no pod at all (a hibernation), whatever Replicas says.
+	Stopped bool
 	// Images is the operator's image catalog.
 	Images imagecatalog.Catalog
 	// ResizingInPlaceSince, when set, records an in-place resize under way
@@ -104,6 +106,9 @@ func StatefulSet(db *dbpilotv1alpha1.Database, opts StatefulSetOptions) *appsv1a
 	replicas := db.EffectiveReplicas()
 	if opts.Replicas > 0 {
 		replicas = opts.Replicas
+	}
+	if opts.Stopped {
+		replicas = 0
 	}
 	retention := appsv1.RetainPersistentVolumeClaimRetentionPolicyType
 	if db.Spec.DeletionPolicy == dbpilotv1alpha1.DeletionPolicyDelete {

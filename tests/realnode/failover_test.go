@@ -115,7 +115,8 @@ func (w *writer) finish() writerResult {
 // comes back as a replica of the new primary with every row it has (TLS
 // is required, so it rewinds or rejoins over TLS), and the test prints the
 // write-unavailable time and the acknowledged rows lost (replication is
-// asynchronous).
+// asynchronous). The Database then hibernates and resumes, switches over
+// on request and scales down (hibernateUnderWriter, switchoverUnderWriter).
 func TestFailoverKeepsTheDatabaseWritable(t *testing.T) {
 	besideOtherTests(t, 1000) // two small pods at a time
 	for _, tc := range failoverEngines {
@@ -219,8 +220,11 @@ func testFailover(t *testing.T, tc replicationSQL, createWrites, insert, countWr
 		return
 	}
 
-	// A switchover on request hands the primary back with nothing lost; a
-	// request naming a pod that cannot take over is refused.
+	// Hibernating hands the primary back to ordinal 0 with nothing lost,
+	// stops both pods and starts them again; a switchover on request
+	// hands it over again; a request naming a pod that cannot take over
+	// is refused.
+	hibernateUnderWriter(t, g, db, tc, insert)
 	annotate := func(target string) func() {
 		return func() {
 			changeDatabase(g, db, func(db *dbpilotv1alpha1.Database) {
@@ -231,7 +235,6 @@ func testFailover(t *testing.T, tc replicationSQL, createWrites, insert, countWr
 			})
 		}
 	}
-	switchoverUnderWriter(t, g, db, tc, insert, countWrites, former, annotate(former))
 	annotate(db.PodName(7))()
 	g.Eventually(func(g Gomega) {
 		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(db), db)).To(Succeed())
