@@ -86,6 +86,20 @@ func startWriter(db *dbpilotv1alpha1.Database, insert string, first int) *writer
 	return w
 }
 
+// startFreshWriter starts a writer of ids above those in the table (the
+// rows before it stay) and lets it write for two seconds.
+func startFreshWriter(g Gomega, db *dbpilotv1alpha1.Database, insert string) *writer {
+	ctx := context.Background()
+	session, err := connectApp(ctx, db)
+	g.Expect(err).NotTo(HaveOccurred())
+	base, err := session.queryInt(ctx, "SELECT COALESCE(MAX(id), 0) FROM writes")
+	session.close()
+	g.Expect(err).NotTo(HaveOccurred())
+	w := startWriter(db, insert, base+1)
+	time.Sleep(2 * time.Second)
+	return w
+}
+
 // writesResume waits until the writer has had n more writes acknowledged.
 func (w *writer) writesResume(g Gomega, n int64) {
 	from := w.acked.Load()
@@ -268,15 +282,8 @@ func switchoverUnderWriter(t *testing.T, g Gomega, db *dbpilotv1alpha1.Database,
 		g.Expect(db.Status.Instances).To(ContainElement(caughtUpReplica(target)))
 	}, 2*time.Minute, 500*time.Millisecond).Should(Succeed())
 	former := db.Status.CurrentPrimary
-	// A writer of fresh ids: the rows before it stay.
-	session, err := connectApp(ctx, db)
-	g.Expect(err).NotTo(HaveOccurred())
-	base, err := session.queryInt(ctx, "SELECT COALESCE(MAX(id), 0) FROM writes")
-	session.close()
-	g.Expect(err).NotTo(HaveOccurred())
-	w := startWriter(db, insert, base+1)
+	w := startFreshWriter(g, db, insert)
 	defer w.finish()
-	time.Sleep(2 * time.Second)
 	started := time.Now()
 	trigger()
 	g.Eventually(func(g Gomega) {
