@@ -57,6 +57,9 @@ func Decide(in Input) Decision {
 		MaxConnections: raisedConnections(in.Current), Signals: map[string]float64{}, NextEligible: in.Now,
 	}
 
+	if in.Current.Stopped {
+		return hold(d, ReasonStopped, "No pod runs (the Database hibernates): nothing to measure or resize until it resumes")
+	}
 	// Out of bounds (the owner moved them): come back inside at once.
 	if bounded := clampSize(cur, p); bounded != cur {
 		d.Replicas, d.Tier = bounded.Replicas, bounded.Tier

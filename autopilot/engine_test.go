@@ -112,6 +112,18 @@ func TestDecide(t *testing.T) {
 			action: ActionHold, reason: ReasonBusy, replicas: 2, tier: dbpilotv1alpha1.TierMedium, metricsOK: true,
 		},
 		{
+			// Hibernating, with no metrics since and bounds moved:
+			// nothing to measure and nothing to change.
+			name: "a stopped Database holds", in: func() Input {
+				in := input(twoMedium, steady(twoMedium, Load{Write: 3, Read: 3}, 5*time.Minute))
+				in.Now = in.Now.Add(time.Hour)
+				in.Policy.MinReplicas = 3
+				in.Current.Stopped = true
+				return in
+			}(),
+			action: ActionHold, reason: ReasonStopped, replicas: 2, tier: dbpilotv1alpha1.TierMedium,
+		},
+		{
 			// The bigger primary carries it alone; the replica it no
 			// longer needs goes once the tier has rolled out.
 			name: "write pressure on the primary takes a bigger tier", in: input(twoMedium, steady(twoMedium, Load{Write: 1.8, Read: 0.4}, 5*time.Minute)),

@@ -86,6 +86,9 @@ type Current struct {
 	// Busy names what is in progress (rollout, backup, restore, upgrade);
 	// empty when nothing is.
 	Busy string
+	// Stopped: no pod runs on purpose (the Database hibernates), so there
+	// is nothing to measure and no size to change.
+	Stopped bool
 	// GrowsInPlace: a tier up resizes the running pods without restarting
 	// them; ShrinksInPlace: so does a tier down. Otherwise the change
 	// restarts each pod, and a lone pod's restart leaves the Database
@@ -165,6 +168,8 @@ const (
 	ReasonStorageFixed      = "StorageNotExpandable"
 	// ReasonUnschedulable: pods a scale-up added cannot be scheduled.
 	ReasonUnschedulable = "Unschedulable"
+	// ReasonStopped: no pod runs (the Database hibernates).
+	ReasonStopped = "Stopped"
 )
 
 // Decision is the auto-pilot's verdict for one Database at one time.
@@ -210,7 +215,7 @@ func (d Decision) Waits() bool {
 		return false
 	}
 	switch d.Reason {
-	case ReasonStabilizing, ReasonSettling, ReasonCooldown, ReasonBusy:
+	case ReasonStabilizing, ReasonSettling, ReasonCooldown, ReasonBusy, ReasonStopped:
 		return true
 	}
 	return false

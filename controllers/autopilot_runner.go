@@ -151,7 +151,9 @@ func (r *AutopilotRunner) Cycle(ctx context.Context) error {
 	}
 	for _, db := range active {
 		key := client.ObjectKeyFromObject(db)
-		if sourceErr == nil {
+		if sourceErr == nil && !db.Spec.Hibernate {
+			// A hibernating Database has no pods to sample, and its
+			// stop is no load to learn from.
 			r.history[key] = trimHistory(append(r.history[key], sampleOf(db, podsOf[key], snap)), now)
 		}
 		policy := r.policyOf(ctx, db)
@@ -279,11 +281,10 @@ func currentOf(db *dbpilotv1alpha1.Database) autopilot.Current {
 		StorageBytes:   storage.AsApproximateFloat64(),
 		MaxConnections: db.EffectiveMaxConnections(),
 	}
+	current.Stopped = db.Spec.Hibernate
 	switch {
 	case db.Spec.Paused:
 		current.Busy = "the Database to be unpaused"
-	case db.Spec.Hibernate:
-		current.Busy = "the Database to be resumed (spec.hibernate)"
 	case db.Status.ObservedGeneration < db.Generation || meta.IsStatusConditionTrue(db.Status.Conditions, dbpilotv1alpha1.ConditionProgressing):
 		current.Busy = "the rollout in progress"
 	case db.Spec.Bootstrap != nil && db.Spec.Bootstrap.FromBackup != nil && !meta.IsStatusConditionTrue(db.Status.Conditions, dbpilotv1alpha1.ConditionAvailable):

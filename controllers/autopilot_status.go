@@ -99,8 +99,11 @@ func (r *AutopilotRunner) record(ctx context.Context, db *dbpilotv1alpha1.Databa
 		r.applyStanding(ctx, db, status, in.Now)
 	}
 	conditions := autopilotConditions(db, d, sourceErr)
+	// A hibernating Database leaves nothing to decide, which is no hold
+	// to alert on.
 	holding := ""
-	if ready := meta.FindStatusCondition(conditions, dbpilotv1alpha1.ConditionAutopilotReady); ready != nil && ready.Status != metav1.ConditionTrue {
+	if ready := meta.FindStatusCondition(conditions, dbpilotv1alpha1.ConditionAutopilotReady); ready != nil && ready.Status != metav1.ConditionTrue &&
+		ready.Reason != autopilot.ReasonStopped {
 		holding = ready.Reason
 	}
 	setAutopilotHolding(client.ObjectKeyFromObject(db), holding)

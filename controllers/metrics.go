@@ -56,6 +56,10 @@ var (
 		Name: "dbpilot_autopilot_holding",
 		Help: "1 while the auto-pilot of a Database cannot decide (no Prometheus, missing or stale metrics), with the reason; absent otherwise.",
 	}, []string{"namespace", "database", "reason"})
+	databaseHibernated = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "dbpilot_database_hibernated",
+		Help: "1 while a Database hibernates (spec.hibernate: its pods stop on purpose, and no backup runs); absent otherwise.",
+	}, []string{"namespace", "database"})
 )
 
 // The controller label of the reconcile series: the names the controllers
@@ -71,7 +75,7 @@ var registerOnce sync.Once
 // which the manager serves; once per process, however many managers it runs.
 func RegisterMetrics() (err error) {
 	registerOnce.Do(func() {
-		for _, c := range []prometheus.Collector{reconcileDuration, reconcileErrors, failovers, autopilotDecisions, autopilotHolding, backupLastSuccess, backupLastFailure, serverCertificateExpiry, clientCertificateExpiry, databasePhases} {
+		for _, c := range []prometheus.Collector{reconcileDuration, reconcileErrors, failovers, autopilotDecisions, autopilotHolding, databaseHibernated, backupLastSuccess, backupLastFailure, serverCertificateExpiry, clientCertificateExpiry, databasePhases} {
 			if err = metrics.Registry.Register(c); err != nil {
 				return
 			}
@@ -101,6 +105,7 @@ func observeReconcile(controller string, started time.Time, result ctrl.Result, 
 func forgetDatabaseMetrics(key types.NamespacedName) {
 	databasePhases.forget(key)
 	setAutopilotHolding(key, "")
+	setHibernated(key, false)
 	setBackupTimes(key, "", nil, nil)
 	setServerCertificateExpiry(key, &corev1.Secret{})
 	setClientCertificateExpiry(key, &corev1.Secret{}, &corev1.Secret{})
@@ -114,6 +119,16 @@ func setAutopilotHolding(key types.NamespacedName, reason string) {
 	if reason != "" {
 		autopilotHolding.WithLabelValues(key.Namespace, key.Name, reason).Set(1)
 	}
+}
+
+// setHibernated keeps dbpilot_database_hibernated to whether the Database
+// hibernates.
+func setHibernated(key types.NamespacedName, hibernates bool) {
+	if hibernates {
+		databaseHibernated.WithLabelValues(key.Namespace, key.Name).Set(1)
+		return
+	}
+	databaseHibernated.DeleteLabelValues(key.Namespace, key.Name)
 }
 
 // setBackupTimes keeps dbpilot_backup_last_success_timestamp_seconds and

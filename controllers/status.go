@@ -101,6 +101,7 @@ func (r *DatabaseReconciler) writeStatus(ctx context.Context, s *scope, reconcil
 	status := buildStatus(s.db, obs, metav1.NewTime(r.clock().Now()))
 	r.recordDegraded(s.db, status.Conditions)
 	databasePhases.record(client.ObjectKeyFromObject(s.db), s.db.Spec.Engine, status.Phase)
+	setHibernated(client.ObjectKeyFromObject(s.db), s.db.Spec.Hibernate)
 	var lastSuccess, lastFailure *time.Time
 	if b := status.Backup; b != nil {
 		if b.LastSuccessfulTime != nil {

@@ -11,6 +11,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
+	"github.com/dbpilot/dbpilot/autopilot"
+	"github.com/dbpilot/dbpilot/autopilot/promsource"
 	"github.com/dbpilot/dbpilot/controllers/desired"
 )
 
@@ -96,6 +98,54 @@ func TestHibernationStopsThePodsAndKeepsEverything(t *testing.T) {
 		g.Expect(eventNotes(g, db)).To(ContainElement("Starting 3 pods again, the primary ledger-0 first"))
 		g.Expect(len(backupsOf(g, db))).To(BeNumerically(">", scheduled+1), "the schedule takes the run it missed")
 	}, 30*time.Second, pollInterval).Should(Succeed())
+}
+
+// TestAutopilotHoldsWhileHibernated: the auto-pilot of a hibernating
+// Database (Auto mode) holds with the reason Stopped, cycle after cycle
+// and past the time its metrics would be stale, and raises no holding
+// series for an alert; the hibernation series is there until it resumes.
+func TestAutopilotHoldsWhileHibernated(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := restrictedNamespace(t, "autopilot-hibernate")
+	_, source, _, cycle := runnerOnFakeClock(t, ns)
+
+	db := newDatabase(ns, "seasonal", dbpilotv1alpha1.EngineMariaDB)
+	db.Spec.Replicas = ptr.To[int32](2)
+	db.Spec.Autopilot = &dbpilotv1alpha1.AutopilotSpec{
+		Mode:     dbpilotv1alpha1.AutopilotAuto,
+		Replicas: &dbpilotv1alpha1.ReplicaBounds{Min: 1, Max: 3},
+		Tiers:    &dbpilotv1alpha1.TierBounds{Min: dbpilotv1alpha1.TierSmall, Max: dbpilotv1alpha1.TierMedium},
+	}
+	g.Expect(k8sClient.Create(ctx, db)).To(Succeed())
+	waitConverged(g, db)
+	labels := map[string]string{"namespace": ns, "database": db.Name}
+	g.Expect(gathered(g, "dbpilot_database_hibernated", labels)).To(BeZero())
+
+	update(g, db, func(db *dbpilotv1alpha1.Database) { db.Spec.Hibernate = true })
+	g.Eventually(func(g Gomega) {
+		fetch(g, db)
+		g.Expect(db.Status.Phase).To(Equal(dbpilotv1alpha1.PhaseHibernated))
+	}, convergeTimeout, pollInterval).Should(Succeed())
+	// Saturated pods of its name, as a Prometheus with old series would
+	// report them: a running Database would grow.
+	source.set(map[promsource.PodKey]float64{{Namespace: ns, Pod: db.PodName(0)}: 0.9, {Namespace: ns, Pod: db.PodName(1)}: 0.9}, nil)
+	for range 12 {
+		cycle(g)
+	}
+	fetch(g, db)
+	ready := findCondition(db, dbpilotv1alpha1.ConditionAutopilotReady)
+	g.Expect(ready).NotTo(BeNil())
+	g.Expect(ready.Reason).To(Equal(autopilot.ReasonStopped), ready.Message)
+	g.Expect(db.Spec.Replicas).To(HaveValue(Equal(int32(2))))
+	g.Expect(db.Spec.Tier).To(Equal(dbpilotv1alpha1.TierSmall))
+	g.Expect(gathered(g, "dbpilot_autopilot_holding", labels)).To(BeZero(), "no hold to alert on")
+	g.Expect(gathered(g, "dbpilot_database_hibernated", labels)).To(Equal(1.0))
+
+	update(g, db, func(db *dbpilotv1alpha1.Database) { db.Spec.Hibernate = false })
+	waitConverged(g, db)
+	g.Expect(gathered(g, "dbpilot_database_hibernated", labels)).To(BeZero())
 }
 
 // backupsOf lists the DatabaseBackups of db, by name.
