@@ -27,8 +27,8 @@ const catchUpTimeout = 30 * time.Second
 // why: the user's dbpilot.io/switchover-to annotation (requested); a
 // hibernation (the pod of ordinal 0, which starts first on resume); a
 // scale down that would remove the primary's ordinal (the most advanced
-// replica that stays); a rollout about to restart the primary's pod. "" when no
-// switchover is wanted.
+// replica that stays); a rollout about to restart the primary's pod. ""
+// when no switchover is wanted.
 func switchoverTarget(s *scope) (target, why string, requested bool) {
 	if name := s.db.Annotations[dbpilotv1alpha1.AnnotationSwitchoverTo]; name != "" {
 		return name, "requested with the " + dbpilotv1alpha1.AnnotationSwitchoverTo + " annotation", true
