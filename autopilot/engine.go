@@ -115,6 +115,19 @@ func Decide(in Input) Decision {
 		p.MaxReplicas = max(p.MinReplicas, min(p.MaxReplicas, c))
 		in.Policy = p
 	}
+	// So do pods of a tier no node has room for, which a tier change
+	// recreates: go back to the tier the cluster places, and add pods
+	// instead of growing the tier until it places a bigger one.
+	if t := p.PlaceableTier; t.Index() >= 0 {
+		if placed := dbpilotv1alpha1.TierAt(max(p.MinTier.Index(), t.Index())); cur.Tier.Index() > placed.Index() {
+			d.Tier, d.Action, d.Reason = placed, ActionTierDown, ReasonUnschedulable
+			d.Message = fmt.Sprintf("No node has room for a %s pod: back to %s, and more pods rather than a bigger tier while the cluster places none",
+				cur.Tier, placed)
+			return d
+		}
+		p.MaxTier = dbpilotv1alpha1.TierAt(max(p.MinTier.Index(), min(p.MaxTier.Index(), t.Index())))
+		in.Policy = p
+	}
 	if in.Current.Busy != "" {
 		return hold(d, ReasonBusy, "Waiting for "+in.Current.Busy+" to finish")
 	}

@@ -173,6 +173,36 @@ func TestDecide(t *testing.T) {
 			action: ActionTierUp, reason: ReasonReadPressure, replicas: 2, tier: dbpilotv1alpha1.TierLarge, metricsOK: true,
 		},
 		{
+			// A large pod no node has room for: back to medium at once,
+			// however busy the Database looks (its roll never ends).
+			name: "a tier the cluster cannot place is taken back", in: func() Input {
+				oneLarge := Size{Replicas: 2, Tier: dbpilotv1alpha1.TierLarge}
+				in := input(oneLarge, steady(twoMedium, Load{Write: 1.8, Read: 0.4}, 5*time.Minute))
+				in.Policy.PlaceableTier = dbpilotv1alpha1.TierMedium
+				in.Current.Busy = "the rollout in progress"
+				return in
+			}(),
+			action: ActionTierDown, reason: ReasonUnschedulable, replicas: 2, tier: dbpilotv1alpha1.TierMedium, metricsOK: true,
+		},
+		{
+			// The write pressure that would take the large tier adds
+			// pods instead, which take the reads off the primary.
+			name: "no bigger tier than the cluster places", in: func() Input {
+				in := input(twoMedium, steady(twoMedium, Load{Write: 1.8, Read: 0.4}, 5*time.Minute))
+				in.Policy.PlaceableTier = dbpilotv1alpha1.TierMedium
+				return in
+			}(),
+			action: ActionScaleUp, reason: ReasonWritePressure, replicas: 4, tier: dbpilotv1alpha1.TierMedium, metricsOK: true,
+		},
+		{
+			name: "the owner's minimum tier stays whatever the cluster places", in: func() Input {
+				in := input(twoMedium, steady(twoMedium, Load{Write: 0.2, Read: 1}, 5*time.Minute))
+				in.Policy.MinTier, in.Policy.PlaceableTier = dbpilotv1alpha1.TierMedium, dbpilotv1alpha1.TierSmall
+				return in
+			}(),
+			action: ActionHold, reason: ReasonWithinTargets, replicas: 2, tier: dbpilotv1alpha1.TierMedium, metricsOK: true,
+		},
+		{
 			// The owner's minimum wins over what the cluster places.
 			name: "the owner's minimum stays however few pods the cluster places", in: func() Input {
 				in := input(twoMedium, steady(twoMedium, Load{Write: 0.2, Read: 1}, 5*time.Minute))

@@ -67,6 +67,12 @@ type Policy struct {
 	// nothing is known to limit it. The auto-pilot goes back to it and
 	// grows the tier rather than add pods the cluster cannot place.
 	PlaceableReplicas int32
+	// PlaceableTier is the biggest tier the cluster has been seen to place
+	// the pods at: a tier change left pods of a bigger one that no node
+	// has the CPU or memory for. Empty when nothing is known to limit it.
+	// The auto-pilot goes back to it and adds pods rather than grow the
+	// tier beyond it.
+	PlaceableTier dbpilotv1alpha1.Tier
 }
 
 func (p Policy) flapWindow() time.Duration {
@@ -166,7 +172,8 @@ const (
 	ReasonAtBounds          = "AtBounds"
 	ReasonStorageThreshold  = "StorageThreshold"
 	ReasonStorageFixed      = "StorageNotExpandable"
-	// ReasonUnschedulable: pods a scale-up added cannot be scheduled.
+	// ReasonUnschedulable: pods a scale-up added, or pods of the tier a
+	// tier change moved to, cannot be scheduled.
 	ReasonUnschedulable = "Unschedulable"
 	// ReasonStopped: no pod runs (the Database hibernates).
 	ReasonStopped = "Stopped"

@@ -71,6 +71,8 @@ type AutopilotRunner struct {
 	last       map[types.NamespacedName]autopilot.LastChanges
 	busy       map[types.NamespacedName]bool
 	placements map[types.NamespacedName]placement
+	// tierPlacements: the tier bound each Database's pods were placed at.
+	tierPlacements map[types.NamespacedName]tierPlacement
 }
 
 // NeedLeaderElection makes the runner run on the leader only.
@@ -112,6 +114,7 @@ func (r *AutopilotRunner) Cycle(ctx context.Context) error {
 		r.last = map[types.NamespacedName]autopilot.LastChanges{}
 		r.busy = map[types.NamespacedName]bool{}
 		r.placements = map[types.NamespacedName]placement{}
+		r.tierPlacements = map[types.NamespacedName]tierPlacement{}
 	}
 	dbs := &dbpilotv1alpha1.DatabaseList{}
 	if err := r.Client.List(ctx, dbs); err != nil {
@@ -158,6 +161,7 @@ func (r *AutopilotRunner) Cycle(ctx context.Context) error {
 		}
 		policy := r.policyOf(ctx, db)
 		policy.PlaceableReplicas = r.placeable(db, podsOf[key], now)
+		policy.PlaceableTier = r.placeableTier(db, podsOf[key], now)
 		in := autopilot.Input{
 			Now:     now,
 			Policy:  policy,
@@ -186,6 +190,7 @@ func (r *AutopilotRunner) forgetDeleted(dbs []dbpilotv1alpha1.Database) {
 	maps.DeleteFunc(r.last, func(key types.NamespacedName, _ autopilot.LastChanges) bool { return !exists[key] })
 	maps.DeleteFunc(r.busy, func(key types.NamespacedName, _ bool) bool { return !exists[key] })
 	maps.DeleteFunc(r.placements, func(key types.NamespacedName, _ placement) bool { return !exists[key] })
+	maps.DeleteFunc(r.tierPlacements, func(key types.NamespacedName, _ tierPlacement) bool { return !exists[key] })
 }
 
 // Following returns the Databases the runner keeps state for (metrics
@@ -195,7 +200,7 @@ func (r *AutopilotRunner) Following() []types.NamespacedName {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	keys := slices.Concat(slices.Collect(maps.Keys(r.history)), slices.Collect(maps.Keys(r.last)), slices.Collect(maps.Keys(r.busy)),
-		slices.Collect(maps.Keys(r.placements)))
+		slices.Collect(maps.Keys(r.placements)), slices.Collect(maps.Keys(r.tierPlacements)))
 	slices.SortFunc(keys, func(a, b types.NamespacedName) int { return strings.Compare(a.String(), b.String()) })
 	return slices.Compact(keys)
 }

@@ -113,6 +113,13 @@ func (r *DatabaseReconciler) reconcileStatefulSet(ctx context.Context, s *scope)
 			r.recordChanges(db, live, hash, opts.Replicas, opts.ParametersRestart)
 		}
 	}
+	if !wrote && live != nil {
+		// The StatefulSet is as dbpilot wants it: a pod it holds from an
+		// old template that never ran is replaced.
+		if err := r.replaceOutdatedUnplacedPods(ctx, s, live); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
 	if resize.since != "" {
 		// Pod events tell most steps; the deadline only time tells.
 		return ctrl.Result{RequeueAfter: resizePoll}, nil

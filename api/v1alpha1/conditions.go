@@ -114,6 +114,10 @@ const (
 	EventReasonVolumeDeleted           = "VolumesDeleted"
 	EventReasonAutopilot               = "Autopilot"
 	EventReasonAnomaly                 = "Anomaly"
+	// EventReasonPodReplaced: a pod no node took, made from a template
+	// that has changed since, is deleted so the StatefulSet makes it
+	// again from the current one.
+	EventReasonPodReplaced = "PodReplaced"
 	// EventReasonCredentialsRegenerated: the generated credentials Secret
 	// was deleted and generated anew.
 	EventReasonCredentialsRegenerated = "CredentialsRegenerated"

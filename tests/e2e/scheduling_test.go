@@ -25,9 +25,15 @@ const poolLabel = "e2e.dbpilot.io/pool"
 // tainted with poolLabel=pool (NoSchedule), and deletes them in cleanup.
 func nodePool(t *testing.T, pool string, n int) []string {
 	t.Helper()
+	return nodePoolOfCPU(t, pool, n, "32")
+}
+
+// nodePoolOfCPU is nodePool whose nodes each have cpu to give.
+func nodePoolOfCPU(t *testing.T, pool string, n int, cpu string) []string {
+	t.Helper()
 	ctx := context.Background()
 	capacity := corev1.ResourceList{
-		corev1.ResourceCPU:    resource.MustParse("32"),
+		corev1.ResourceCPU:    resource.MustParse(cpu),
 		corev1.ResourceMemory: resource.MustParse("128Gi"),
 		corev1.ResourcePods:   resource.MustParse("110"),
 	}

@@ -1,0 +1,88 @@
+package controllers
+
+import (
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
+	"github.com/dbpilot/dbpilot/controllers/desired"
+)
+
+// A bigger tier the cluster cannot place leaves the pods a tier change
+// recreates waiting for a node, and the change never ends: replicas first,
+// so the primary keeps serving, but with fewer replicas, and every later
+// change waits behind it. The auto-pilot takes its tier back once such a
+// pod has waited past the placement grace, and keeps below it for
+// placementMemory (the cluster may grow).
+
+// tierPlacement is the biggest tier the cluster placed a Database's pods
+// at, and when a pod of a bigger one was last seen waiting for a node.
+type tierPlacement struct {
+	tier dbpilotv1alpha1.Tier
+	seen time.Time
+}
+
+// insufficientResources is how the scheduler's refusal names a resource no
+// node has enough of ("0/3 nodes are available: 3 Insufficient cpu.").
+const insufficientResources = "Insufficient "
+
+// tierPlaceableNow is the biggest tier the cluster is seen to place the
+// pods at: when a pod of a bigger tier (a tier change rolling out) has
+// waited longer than grace for a node, and the scheduler found none with
+// the CPU or memory it asks for, the smallest tier of the placed pods, or
+// the tier below the waiting pod's when none is placed (a lone pod
+// recreated). Empty when nothing shows such a limit: a pod of the placed
+// pods' tier that waits is a scale-up's (placeableNow's).
+func tierPlaceableNow(pods []corev1.Pod, now time.Time, grace time.Duration) dbpilotv1alpha1.Tier {
+	var placed, waiting dbpilotv1alpha1.Tier
+	smaller := func(a, b dbpilotv1alpha1.Tier) bool { return b == "" || a.Index() < b.Index() }
+	for i := range pods {
+		pod := &pods[i]
+		tier := dbpilotv1alpha1.Tier(pod.Annotations[desired.AnnotationTier])
+		if !pod.DeletionTimestamp.IsZero() || tier.Index() < 0 {
+			continue
+		}
+		refusal, unplaced := schedulerRefusal(pod)
+		switch {
+		case !unplaced:
+			if smaller(tier, placed) {
+				placed = tier
+			}
+		case now.Sub(refusal.LastTransitionTime.Time) >= grace && strings.Contains(refusal.Message, insufficientResources):
+			if smaller(tier, waiting) {
+				waiting = tier
+			}
+		}
+	}
+	switch {
+	case waiting == "" || waiting.Index() == 0:
+		return ""
+	case placed == "":
+		return dbpilotv1alpha1.TierAt(waiting.Index() - 1)
+	case placed.Index() < waiting.Index():
+		return placed
+	}
+	return ""
+}
+
+// placeableTier is the PlaceableTier of the auto-pilot's policy: what the
+// cluster places now, or what it placed within placementMemory; empty when
+// nothing limits it.
+func (r *AutopilotRunner) placeableTier(db *dbpilotv1alpha1.Database, pods []corev1.Pod, now time.Time) dbpilotv1alpha1.Tier {
+	key := client.ObjectKeyFromObject(db)
+	if tier := tierPlaceableNow(pods, now, r.placementGrace()); tier != "" {
+		r.tierPlacements[key] = tierPlacement{tier: tier, seen: now}
+	}
+	p, ok := r.tierPlacements[key]
+	if !ok {
+		return ""
+	}
+	if now.Sub(p.seen) > placementMemory {
+		delete(r.tierPlacements, key)
+		return ""
+	}
+	return p.tier
+}
