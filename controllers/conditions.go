@@ -18,6 +18,8 @@ import (
 // it, and what went wrong.
 type observation struct {
 	statefulSet *appsv1.StatefulSet
+	// exposed are the Services of spec.expose, by name (exposedServices).
+	exposed map[string]*corev1.Service
 	// statefulSetWritten is the generation the pass's write gave the
 	// StatefulSet (0 without one); a cached statefulSet may be older.
 	statefulSetWritten int64

@@ -31,8 +31,10 @@ func buildStatus(db *dbpilotv1alpha1.Database, obs observation, now metav1.Time)
 		Version:            db.Status.Version,
 		Backup:             db.Status.Backup,
 		Endpoints: &dbpilotv1alpha1.Endpoints{
-			ReadWrite: fmt.Sprintf("%s:%d", db.ServiceHost(db.ReadWriteServiceName()), profile.Port),
-			ReadOnly:  fmt.Sprintf("%s:%d", db.ServiceHost(db.ReadOnlyServiceName()), profile.Port),
+			ReadWrite:         fmt.Sprintf("%s:%d", db.ServiceHost(db.ReadWriteServiceName()), profile.Port),
+			ReadOnly:          fmt.Sprintf("%s:%d", db.ServiceHost(db.ReadOnlyServiceName()), profile.Port),
+			ExternalReadWrite: externalEndpoint(obs.exposed[db.ReadWriteExternalServiceName()]),
+			ExternalReadOnly:  externalEndpoint(obs.exposed[db.ReadOnlyExternalServiceName()]),
 		},
 	}
 	if obs.reconcileErr == nil {
@@ -78,7 +80,12 @@ func (r *DatabaseReconciler) writeStatus(ctx context.Context, s *scope, reconcil
 	if err := r.observe(ctx, s); err != nil {
 		reconcileErr = errors.Join(reconcileErr, err)
 	}
+	exposed, err := r.exposedServices(ctx, s.db)
+	if err != nil {
+		reconcileErr = errors.Join(reconcileErr, err)
+	}
 	obs := observation{
+		exposed:                  exposed,
 		statefulSet:              s.statefulSet,
 		statefulSetWritten:       s.statefulSetWritten,
 		pods:                     s.pods,

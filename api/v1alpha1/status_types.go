@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -164,6 +165,40 @@ type Endpoints struct {
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Read-only Endpoint",xDescriptors={"urn:alm:descriptor:text"}
 	ReadOnly string `json:"readOnly,omitempty"`
+
+	// externalReadWrite is where clients outside the cluster reach the
+	// primary: the Service of spec.expose.readWrite.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="External Read-write Endpoint",xDescriptors={"urn:alm:descriptor:text"}
+	ExternalReadWrite *ExternalEndpoint `json:"externalReadWrite,omitempty"`
+
+	// externalReadOnly is where clients outside the cluster reach the
+	// replicas: the Service of spec.expose.readOnly.
+	// +optional
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="External Read-only Endpoint",xDescriptors={"urn:alm:descriptor:text"}
+	ExternalReadOnly *ExternalEndpoint `json:"externalReadOnly,omitempty"`
+}
+
+// ExternalEndpoint is where clients outside the cluster reach a Service of
+// spec.expose.
+type ExternalEndpoint struct {
+	// service names the Service.
+	Service string `json:"service"`
+
+	// type is the Service's type: LoadBalancer or NodePort.
+	Type corev1.ServiceType `json:"type"`
+
+	// address is host:port of the load balancer (the engine's port), once
+	// the cluster's load balancer controller has given the Service one;
+	// empty for a NodePort Service, and while a load balancer is pending.
+	// +optional
+	Address string `json:"address,omitempty"`
+
+	// nodePort is the port on every node that forwards to the Service; 0
+	// until the API server has allocated it, or when a LoadBalancer
+	// Service allocates none.
+	// +optional
+	NodePort int32 `json:"nodePort,omitempty"`
 }
 
 // BackupStatus reports on backups.

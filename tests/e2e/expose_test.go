@@ -85,6 +85,29 @@ func TestExposeOutsideTheCluster(t *testing.T) {
 	}, convergeTimeout, pollInterval).Should(Succeed())
 	waitConverged(g, db)
 
+	// status.endpoints says where clients outside the cluster connect:
+	// the node port the API server allocated, and the load balancer's
+	// address once the cluster gives it one (the test plays the load
+	// balancer controller kwok's cluster lacks).
+	ro := service(g, db.ReadOnlyExternalServiceName())
+	g.Eventually(func(g Gomega) {
+		fetch(g, db)
+		g.Expect(db.Status.Endpoints.ExternalReadOnly).To(Equal(&dbpilotv1alpha1.ExternalEndpoint{
+			Service: ro.Name, Type: corev1.ServiceTypeNodePort, NodePort: ro.Spec.Ports[0].NodePort}))
+		g.Expect(db.Status.Endpoints.ExternalReadWrite).NotTo(BeNil())
+		g.Expect(db.Status.Endpoints.ExternalReadWrite.Type).To(Equal(corev1.ServiceTypeLoadBalancer))
+		g.Expect(db.Status.Endpoints.ExternalReadWrite.Address).To(BeEmpty(), "no load balancer yet")
+	}, convergeTimeout, pollInterval).Should(Succeed())
+	balanced := service(g, db.ReadWriteExternalServiceName())
+	balanced.Status.LoadBalancer.Ingress = []corev1.LoadBalancerIngress{{IP: "203.0.113.10"}}
+	g.Expect(k8sClient.Status().Update(ctx, balanced)).To(Succeed())
+	g.Eventually(func(g Gomega) string {
+		fetch(g, db)
+		g.Expect(db.Status.Endpoints.ExternalReadWrite).NotTo(BeNil())
+		return db.Status.Endpoints.ExternalReadWrite.Address
+	}, convergeTimeout, pollInterval).Should(Equal("203.0.113.10:5432"))
+	g.Expect(kubectl(g, "get", "database", "--namespace", ns, db.Name, "-o", "jsonpath={.status.endpoints.externalReadWrite.address}")).To(Equal("203.0.113.10:5432"))
+
 	// The certificate names the load balancer's name, and then its
 	// address too, issued again by the same authority.
 	authority := authorityOf(g, db).Data[layout.KeyCACert]
@@ -116,6 +139,10 @@ func TestExposeOutsideTheCluster(t *testing.T) {
 		g.Expect(rw.Spec.Type).To(Equal(corev1.ServiceTypeNodePort))
 		g.Expect(rw.Spec.LoadBalancerSourceRanges).To(BeEmpty())
 		g.Expect(rw.Annotations).NotTo(HaveKey("service.beta.kubernetes.io/aws-load-balancer-internal"))
+		fetch(g, db)
+		g.Expect(db.Status.Endpoints.ExternalReadOnly).To(BeNil())
+		g.Expect(db.Status.Endpoints.ExternalReadWrite).To(Equal(&dbpilotv1alpha1.ExternalEndpoint{
+			Service: rw.Name, Type: corev1.ServiceTypeNodePort, NodePort: rw.Spec.Ports[0].NodePort}))
 	}, convergeTimeout, pollInterval).Should(Succeed())
 
 	update(g, db, func(d *dbpilotv1alpha1.Database) { d.Spec.Expose = nil })
@@ -126,4 +153,6 @@ func TestExposeOutsideTheCluster(t *testing.T) {
 	rw := service(g, db.ReadWriteServiceName())
 	g.Expect(rw.Spec.Type).To(Equal(corev1.ServiceTypeClusterIP), "the in-cluster Service stays")
 	waitConverged(g, db)
+	g.Expect(db.Status.Endpoints.ExternalReadWrite).To(BeNil())
+	g.Expect(db.Status.Endpoints.ReadWrite).To(Equal(db.ServiceHost(db.ReadWriteServiceName()) + ":5432"))
 }
