@@ -30,20 +30,26 @@ type tierPlacement struct {
 const insufficientResources = "Insufficient "
 
 // tierPlaceableNow is the biggest tier the cluster is seen to place the
-// pods at: when a pod of a bigger tier (a tier change rolling out) has
-// waited longer than grace for a node, and the scheduler found none with
-// the CPU or memory it asks for, the smallest tier of the placed pods, or
-// the tier below the waiting pod's when none is placed (a lone pod
-// recreated). Empty when nothing shows such a limit: a pod of the placed
-// pods' tier that waits is a scale-up's (placeableNow's).
+// pods at, the smaller of two signs; empty when neither shows a limit:
+//   - a pod of a bigger tier (a tier change rolling out) has waited longer
+//     than grace for a node, and the scheduler found none with the CPU or
+//     memory it asks for: the smallest tier of the placed pods, or the tier
+//     below the waiting pod's when none is placed (a lone pod recreated); a
+//     pod of the placed pods' tier that waits is a scale-up's
+//     (placeableNow's);
+//   - a pod runs on at its tier because an in-place resize of it to a
+//     bigger one was refused (holdRefusedResize's mark): its tier.
 func tierPlaceableNow(pods []corev1.Pod, now time.Time, grace time.Duration) dbpilotv1alpha1.Tier {
-	var placed, waiting dbpilotv1alpha1.Tier
+	var placed, waiting, resizable dbpilotv1alpha1.Tier
 	smaller := func(a, b dbpilotv1alpha1.Tier) bool { return b == "" || a.Index() < b.Index() }
 	for i := range pods {
 		pod := &pods[i]
 		tier := dbpilotv1alpha1.Tier(pod.Annotations[desired.AnnotationTier])
 		if !pod.DeletionTimestamp.IsZero() || tier.Index() < 0 {
 			continue
+		}
+		if refused := dbpilotv1alpha1.Tier(pod.Annotations[desired.AnnotationResizeRefused]); refused.Index() > tier.Index() && smaller(tier, resizable) {
+			resizable = tier
 		}
 		refusal, unplaced := schedulerRefusal(pod)
 		switch {
@@ -57,15 +63,17 @@ func tierPlaceableNow(pods []corev1.Pod, now time.Time, grace time.Duration) dbp
 			}
 		}
 	}
+	limit := resizable
 	switch {
 	case waiting == "" || waiting.Index() == 0:
-		return ""
 	case placed == "":
-		return dbpilotv1alpha1.TierAt(waiting.Index() - 1)
-	case placed.Index() < waiting.Index():
-		return placed
+		if below := dbpilotv1alpha1.TierAt(waiting.Index() - 1); smaller(below, limit) {
+			limit = below
+		}
+	case placed.Index() < waiting.Index() && smaller(placed, limit):
+		limit = placed
 	}
-	return ""
+	return limit
 }
 
 // placeableTier is the PlaceableTier of the auto-pilot's policy: what the

@@ -25,6 +25,10 @@ func TestTierPlaceableNowReadsOnlyABiggerTierNoNodeHasRoomFor(t *testing.T) {
 	waiting := func(name string, tier dbpilotv1alpha1.Tier, since time.Duration, why string) corev1.Pod {
 		return of(unschedulable(name, now.Add(-since), why), tier)
 	}
+	refused := func(p corev1.Pod, tier dbpilotv1alpha1.Tier) corev1.Pod {
+		p.Annotations[desired.AnnotationResizeRefused] = string(tier)
+		return p
+	}
 	small, medium, large := dbpilotv1alpha1.TierSmall, dbpilotv1alpha1.TierMedium, dbpilotv1alpha1.TierLarge
 	cases := []struct {
 		name string
@@ -39,6 +43,9 @@ func TestTierPlaceableNowReadsOnlyABiggerTierNoNodeHasRoomFor(t *testing.T) {
 		{"a scale-up's pod of the placed tier", []corev1.Pod{placed("db-0", medium), placed("db-1", medium), waiting("db-2", medium, 6*time.Minute, short)}, ""},
 		{"the smallest tier waits", []corev1.Pod{waiting("db-0", small, 6*time.Minute, short)}, ""},
 		{"every pod placed", []corev1.Pod{placed("db-0", small), placed("db-1", medium)}, ""},
+		{"a lone pod's resize refused", []corev1.Pod{refused(placed("db-0", small), large)}, small},
+		{"a mark of a tier it has since reached", []corev1.Pod{refused(placed("db-0", medium), medium)}, ""},
+		{"the smaller of both signs", []corev1.Pod{refused(placed("db-0", medium), large), waiting("db-1", medium, 6*time.Minute, short), placed("db-2", small)}, small},
 	}
 	for _, tc := range cases {
 		if got := tierPlaceableNow(tc.pods, now, placementGrace); got != tc.want {

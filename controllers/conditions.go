@@ -35,6 +35,9 @@ type observation struct {
 	// hibernationHold says why a hibernating Database's pods do not
 	// stop yet.
 	hibernationHold string
+	// resizeHeld says why a lone pod's refused resize holds the pods as
+	// they are.
+	resizeHeld string
 	// predecessorPending names a child a deleted Database of the same
 	// name still owns.
 	predecessorPending string
@@ -172,6 +175,9 @@ func buildConditions(db *dbpilotv1alpha1.Database, obs observation, current []me
 	case isRolling:
 		if why := unscheduled(obs.pods); len(why) > 0 {
 			message += "; the scheduler cannot place " + strings.Join(why, "; ")
+		}
+		if obs.resizeHeld != "" {
+			message += "; " + obs.resizeHeld
 		}
 		set(dbpilotv1alpha1.ConditionProgressing, metav1.ConditionTrue, reason, message)
 	default:

@@ -224,6 +224,13 @@ func (r *DatabaseReconciler) planResize(ctx context.Context, s *scope, live *app
 		r.Recorder.Eventf(db, nil, corev1.EventTypeNormal, dbpilotv1alpha1.EventReasonTierChanged, "ChangeTier",
 			"Every pod resized in place to %s, none restarted", db.EffectiveTier())
 		return resizePlan{done: true}, nil
+	case outcome == resizeAbandoned && holdsLonePod(db, s.pods):
+		held, err := r.holdRefusedResize(ctx, s, live, why)
+		if err != nil {
+			return plan, err
+		}
+		s.resizeHeld = held
+		return plan, nil
 	case outcome == resizeAbandoned:
 		r.Recorder.Eventf(db, nil, corev1.EventTypeWarning, dbpilotv1alpha1.EventReasonTierChanged, "ChangeTier",
 			"Resizing in place failed (%s): rolling the pods to %s instead, replicas first", why, db.EffectiveTier())
@@ -267,7 +274,11 @@ func (r *DatabaseReconciler) resizeInPlace(ctx context.Context, s *scope, live *
 		case resizeInfeasible:
 			return resizeAbandoned, fmt.Sprintf("pod %s cannot get %s on its node", pod.Name, db.EffectiveTier()), nil
 		case resizeToAsk:
-			if err := askResize(ctx, r.Client, pod, want); err != nil {
+			err := askResize(ctx, r.Client, pod, want)
+			if resizeRefused(err) {
+				return resizeAbandoned, fmt.Sprintf("the API server refuses pod %s %s: %v", pod.Name, db.EffectiveTier(), err), nil
+			}
+			if err != nil {
 				return resizeWaiting, "", fmt.Errorf("resizing pod %s: %w", pod.Name, err)
 			}
 		case resizeApplied:
@@ -282,6 +293,7 @@ func (r *DatabaseReconciler) resizeInPlace(ctx context.Context, s *scope, live *
 			for k, v := range template.Annotations {
 				pod.Annotations[k] = v
 			}
+			delete(pod.Annotations, desired.AnnotationResizeRefused)
 			if err := r.Client.Patch(ctx, pod, patch); err != nil {
 				return resizeWaiting, "", fmt.Errorf("marking pod %s resized: %w", pod.Name, err)
 			}

@@ -82,6 +82,9 @@ type scope struct {
 	// hibernationHold says why a hibernating Database's pods do not stop
 	// yet; "" when they stop, or when it does not hibernate.
 	hibernationHold string
+	// resizeHeld says why a lone pod whose in-place resize was refused
+	// runs on at its tier (holdRefusedResize); empty when none is held.
+	resizeHeld string
 	// rolloutHandover is the pod a rollout needs the primary handed over
 	// to before it restarts the primary's pod; empty when none.
 	rolloutHandover string

@@ -119,6 +119,12 @@ func (r *DatabaseReconciler) reconcileStatefulSet(ctx context.Context, s *scope)
 		if err := r.replaceOutdatedUnplacedPods(ctx, s, live); err != nil {
 			return ctrl.Result{}, err
 		}
+		if r.InPlaceResize && resize.since == "" {
+			// A resize asked for a tier taken back since is withdrawn.
+			if err := r.withdrawResizes(ctx, s, live); err != nil {
+				return ctrl.Result{}, err
+			}
+		}
 	}
 	if resize.since != "" {
 		// Pod events tell most steps; the deadline only time tells.

@@ -96,6 +96,7 @@ func (r *DatabaseReconciler) writeStatus(ctx context.Context, s *scope, reconcil
 		schedulingProblem:        s.schedulingProblem,
 		exposeProblem:            s.exposeProblem,
 		hibernationHold:          s.hibernationHold,
+		resizeHeld:               s.resizeHeld,
 		predecessorPending:       s.predecessorPending,
 		reconcileErr:             reconcileErr,
 		degradingErr:             r.failures.degrading(client.ObjectKeyFromObject(s.db), reconcileErr, r.clock().Now()),

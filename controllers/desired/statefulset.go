@@ -36,6 +36,10 @@ const (
 	// engine started with, for which the settings only a restart applies
 	// (PostgreSQL's shared_buffers and max_connections) are still sized.
 	AnnotationStartedTier = "dbpilot.io/started-tier"
+	// AnnotationResizeRefused on a pod is the tier an in-place resize of
+	// it was refused (by its node, or the API server); the pod runs on at
+	// its own tier, and the auto-pilot keeps below the refused one.
+	AnnotationResizeRefused = "dbpilot.io/resize-refused"
 	// AnnotationInstanceTLS on a pod says its instance program serves
 	// HTTPS with the Database's server certificate (a pod from before
 	// dbpilot issued certificates serves HTTP).
