@@ -84,7 +84,11 @@ func restartMatters(db *dbpilotv1alpha1.Database, pods []corev1.Pod, to dbpilotv
 		return "", false
 	}
 	for i := range pods {
+		// A pod never resized started with the tier it was made for.
 		started := dbpilotv1alpha1.Tier(pods[i].Annotations[desired.AnnotationStartedTier])
+		if started == "" {
+			started = dbpilotv1alpha1.Tier(pods[i].Annotations[desired.AnnotationTier])
+		}
 		if started.Index() >= 0 && to.Index()-started.Index() > maxStepsWithoutRestart {
 			return started, true
 		}

@@ -87,6 +87,7 @@ func TestRestartMatters(t *testing.T) {
 		started dbpilotv1alpha1.Tier
 	}{
 		{"never resized: one step", postgres, []corev1.Pod{pod(""), pod("")}, large, ""},
+		{"never resized: two steps", postgres, []corev1.Pod{pod(""), pod("")}, dbpilotv1alpha1.TierXLarge, medium},
 		{"started one step below", postgres, []corev1.Pod{pod(small), pod("")}, medium, ""},
 		{"started two steps below", postgres, []corev1.Pod{pod(""), pod(small)}, large, small},
 		{"mariadb follows online", mariadb, []corev1.Pod{pod(small)}, large, ""},
