@@ -19,7 +19,7 @@ import (
 	"github.com/dbpilot/dbpilot/controllers/desired"
 )
 
-// TestAutopilotNeverRestartsALonePodForATierItsNodeRefuses gives a
+// TestLonePodNeverRestartedForAnAutopilotTierItsNodeRefuses gives a
 // one-pod MariaDB Database's auto-pilot the xlarge tier (4 CPUs, 8Gi),
 // more than the real node has: the test writes the recommendation as the
 // auto-pilot would (the decision itself is the engine's tests'; the suite's
@@ -30,7 +30,7 @@ import (
 // tier refused (which the auto-pilot reads), and Progressing and a Warning
 // say why. Once the recommendation is taken back, the tier is withdrawn,
 // the mark goes, and the same pod serves on, the Database converged.
-func TestAutopilotNeverRestartsALonePodForATierItsNodeRefuses(t *testing.T) {
+func TestLonePodNeverRestartedForAnAutopilotTierItsNodeRefuses(t *testing.T) {
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := "real-resize-refused"
