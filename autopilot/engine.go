@@ -69,15 +69,25 @@ func Decide(in Input) Decision {
 	}
 
 	latest, ok := newest(in.History)
+	var unready Decision
 	switch {
 	case !ok:
-		return hold(d, ReasonMetricsMissing, "No metrics for this Database yet")
+		unready = hold(d, ReasonMetricsMissing, "No metrics for this Database yet")
 	case in.Now.Sub(latest.Time) > staleAfter:
-		return hold(d, ReasonMetricsStale, fmt.Sprintf("Newest metrics are %s old", in.Now.Sub(latest.Time).Round(time.Second)))
+		unready = hold(d, ReasonMetricsStale, fmt.Sprintf("Newest metrics are %s old", in.Now.Sub(latest.Time).Round(time.Second)))
 	case !complete(latest):
-		return hold(d, ReasonMetricsIncomplete, fmt.Sprintf("Metrics cover %d of %d pods", len(latest.Pods), latest.Replicas))
+		unready = hold(d, ReasonMetricsIncomplete, fmt.Sprintf("Metrics cover %d of %d pods", len(latest.Pods), latest.Replicas))
 	}
-	d.MetricsReady = true
+	d.MetricsReady = unready.Reason == ""
+	// What the cluster cannot place is taken back on no metrics: a lone
+	// pod that waits for a node reports none.
+	if back, ok := takeBackUnplaceable(d, &in.Policy, cur); ok {
+		return back
+	}
+	if !d.MetricsReady {
+		return unready
+	}
+	p = in.Policy
 	d.Anomalies = detectAnomalies(in.History)
 
 	m := LearnModel(in.History)
@@ -101,33 +111,6 @@ func Decide(in Input) Decision {
 		"replayShare": round(m.ReplayShare),
 	}
 
-	// Pods the cluster cannot place serve nothing and hold every later
-	// change behind a scale-up that never ends, however busy it keeps the
-	// Database: go back to what the cluster places, and grow the tier
-	// instead of adding pods until it places more.
-	if c := p.PlaceableReplicas; c > 0 {
-		if placed := max(p.MinReplicas, c); cur.Replicas > placed {
-			d.Replicas, d.Action, d.Reason = placed, ActionScaleDown, ReasonUnschedulable
-			d.Message = fmt.Sprintf("%d of %d pods cannot be scheduled: back to %d pods, and a bigger tier rather than more pods while the cluster places no more",
-				cur.Replicas-c, cur.Replicas, placed)
-			return d
-		}
-		p.MaxReplicas = max(p.MinReplicas, min(p.MaxReplicas, c))
-		in.Policy = p
-	}
-	// So do pods of a tier no node has room for, which a tier change
-	// recreates: go back to the tier the cluster places, and add pods
-	// instead of growing the tier until it places a bigger one.
-	if t := p.PlaceableTier; t.Index() >= 0 {
-		if placed := dbpilotv1alpha1.TierAt(max(p.MinTier.Index(), t.Index())); cur.Tier.Index() > placed.Index() {
-			d.Tier, d.Action, d.Reason = placed, ActionTierDown, ReasonUnschedulable
-			d.Message = fmt.Sprintf("No node has room for a %s pod: back to %s, and more pods rather than a bigger tier while the cluster places none",
-				cur.Tier, placed)
-			return d
-		}
-		p.MaxTier = dbpilotv1alpha1.TierAt(max(p.MinTier.Index(), min(p.MaxTier.Index(), t.Index())))
-		in.Policy = p
-	}
 	if in.Current.Busy != "" {
 		return hold(d, ReasonBusy, "Waiting for "+in.Current.Busy+" to finish")
 	}
@@ -436,6 +419,40 @@ func raiseConnections(c Current) (int32, bool) {
 func hold(d Decision, reason, message string) Decision {
 	d.Reason, d.Message = reason, message
 	return d
+}
+
+// takeBackUnplaceable goes back to what the cluster places when pods it
+// cannot place hold a change up, and narrows policy to it: the decision,
+// and whether there is one to return.
+//   - Pods a scale-up added that the cluster cannot place serve nothing and
+//     hold every later change behind a scale-up that never ends, however
+//     busy it keeps the Database: back to the pods it places, and a bigger
+//     tier rather than more pods until it places more.
+//   - So do pods of a tier no node has room for, which a tier change
+//     recreates: back to the tier it places, and more pods rather than a
+//     bigger tier until it places a bigger one.
+func takeBackUnplaceable(d Decision, policy *Policy, cur Size) (Decision, bool) {
+	p := *policy
+	if c := p.PlaceableReplicas; c > 0 {
+		if placed := max(p.MinReplicas, c); cur.Replicas > placed {
+			d.Replicas, d.Action, d.Reason = placed, ActionScaleDown, ReasonUnschedulable
+			d.Message = fmt.Sprintf("%d of %d pods cannot be scheduled: back to %d pods, and a bigger tier rather than more pods while the cluster places no more",
+				cur.Replicas-c, cur.Replicas, placed)
+			return d, true
+		}
+		p.MaxReplicas = max(p.MinReplicas, min(p.MaxReplicas, c))
+	}
+	if t := p.PlaceableTier; t.Index() >= 0 {
+		if placed := dbpilotv1alpha1.TierAt(max(p.MinTier.Index(), t.Index())); cur.Tier.Index() > placed.Index() {
+			d.Tier, d.Action, d.Reason = placed, ActionTierDown, ReasonUnschedulable
+			d.Message = fmt.Sprintf("No node has room for a %s pod: back to %s, and more pods rather than a bigger tier while the cluster places none",
+				cur.Tier, placed)
+			return d, true
+		}
+		p.MaxTier = dbpilotv1alpha1.TierAt(max(p.MinTier.Index(), min(p.MaxTier.Index(), t.Index())))
+	}
+	*policy = p
+	return d, false
 }
 
 // actionBetween names the change from a to b: tier first, since it is the

@@ -185,6 +185,20 @@ func TestDecide(t *testing.T) {
 			action: ActionTierDown, reason: ReasonUnschedulable, replicas: 2, tier: dbpilotv1alpha1.TierMedium, metricsOK: true,
 		},
 		{
+			// A lone pod recreated at a tier no node has room for
+			// reports no metrics: taken back all the same.
+			name: "a lone pod waiting for a node is taken back without metrics", in: func() Input {
+				oneLarge := Size{Replicas: 1, Tier: dbpilotv1alpha1.TierLarge}
+				h := steady(Size{Replicas: 1, Tier: dbpilotv1alpha1.TierMedium}, Load{Write: 0.9, Read: 0.1}, 5*time.Minute)
+				h[len(h)-1].Replicas, h[len(h)-1].Pods = 0, nil
+				in := input(oneLarge, h)
+				in.Policy.PlaceableTier = dbpilotv1alpha1.TierMedium
+				in.Current.Busy = "the rollout in progress"
+				return in
+			}(),
+			action: ActionTierDown, reason: ReasonUnschedulable, replicas: 1, tier: dbpilotv1alpha1.TierMedium,
+		},
+		{
 			// The write pressure that would take the large tier adds
 			// pods instead, which take the reads off the primary.
 			name: "no bigger tier than the cluster places", in: func() Input {

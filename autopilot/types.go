@@ -205,6 +205,12 @@ type Decision struct {
 	Anomalies []string
 }
 
+// TakesBack reports whether the decision takes back pods or a tier the
+// cluster cannot place: a change made on no metrics.
+func (d Decision) TakesBack() bool {
+	return d.Reason == ReasonUnschedulable && d.Action != ActionHold
+}
+
 // Changed reports whether the decision changes the size.
 func (d Decision) Changed(c Current) bool {
 	return d.Replicas != c.Replicas || d.Tier != c.Tier || d.StorageBytes > c.StorageBytes ||

@@ -108,7 +108,9 @@ func (r *AutopilotRunner) record(ctx context.Context, db *dbpilotv1alpha1.Databa
 	}
 	setAutopilotHolding(client.ObjectKeyFromObject(db), holding)
 
-	if sourceErr == nil && d.MetricsReady {
+	// Taking back what the cluster cannot place needs no metrics: a lone
+	// pod waiting for a node reports none.
+	if (sourceErr == nil && d.MetricsReady) || d.TakesBack() {
 		r.recommend(ctx, db, status, in, d)
 		if d.NextEligible.After(in.Now) {
 			status.NextEligibleTime = ptr.To(metav1.NewTime(d.NextEligible.Truncate(time.Second)))
@@ -205,6 +207,9 @@ func autopilotConditions(db *dbpilotv1alpha1.Database, d autopilot.Decision, sou
 	switch {
 	case sourceErr != nil:
 		set(dbpilotv1alpha1.ConditionAutopilotReady, metav1.ConditionFalse, dbpilotv1alpha1.ReasonPrometheusUnavailable, "Holding: "+sourceErr.Error())
+	case !d.MetricsReady && d.TakesBack():
+		// Acting without metrics: why they are missing, the next hold
+		// says.
 	case !d.MetricsReady:
 		set(dbpilotv1alpha1.ConditionAutopilotReady, metav1.ConditionFalse, d.Reason, "Holding: "+d.Message)
 	default:

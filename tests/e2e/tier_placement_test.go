@@ -147,3 +147,60 @@ func TestATierTakenBackReplacesThePodNoNodeTook(t *testing.T) {
 	g.Expect(pods).To(HaveLen(1))
 	g.Expect(pods[0].Status.Phase).To(Equal(corev1.PodRunning))
 }
+
+// TestAutopilotTakesBackALonePodsTierNoNodeHolds runs the auto-pilot in
+// Auto mode on a one-pod Database (no more pods allowed) on a node that
+// holds a small pod and no bigger one, where pods are not resized in place
+// (kwok's report no container resources). Saturated, it takes the medium
+// tier: the lone pod is recreated at medium and waits for a node, the
+// Database down and its metrics gone with it. Past the grace the auto-pilot
+// takes the tier back all the same (a decision on no metrics), the waiting
+// pod is replaced from the small template, and the Database is Available
+// again on its volume.
+func TestAutopilotTakesBackALonePodsTierNoNodeHolds(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := restrictedNamespace(t, "autopilot-lone-tier")
+	nodePoolOfCPU(t, "e2e-lone-tier-pool", 1, smallOnlyCPU)
+	runner, source, _, cycle := runnerOnFakeClock(t, ns)
+	runner.PlacementGrace = time.Second
+
+	db := newDatabase(ns, "alone", dbpilotv1alpha1.EnginePostgres)
+	db.Spec.Scheduling = onePodPerNodeOf("e2e-lone-tier-pool")
+	db.Spec.Autopilot = &dbpilotv1alpha1.AutopilotSpec{
+		Mode:                          dbpilotv1alpha1.AutopilotAuto,
+		Replicas:                      &dbpilotv1alpha1.ReplicaBounds{Min: 1, Max: 1},
+		Tiers:                         &dbpilotv1alpha1.TierBounds{Min: dbpilotv1alpha1.TierSmall, Max: dbpilotv1alpha1.TierMedium},
+		ScaleUpStabilizationSeconds:   ptr.To[int32](30),
+		ScaleDownStabilizationSeconds: ptr.To[int32](3600),
+		TierCooldownSeconds:           ptr.To[int32](0),
+	}
+	g.Expect(k8sClient.Create(ctx, db)).To(Succeed())
+	waitConverged(g, db)
+	claims := claimNames(g, db)
+
+	source.set(map[promsource.PodKey]float64{{Namespace: ns, Pod: db.PodName(0)}: 0.5}, nil)
+	g.Eventually(func(g Gomega) {
+		cycle(g)
+		fetch(g, db)
+		g.Expect(db.EffectiveTier()).To(Equal(dbpilotv1alpha1.TierMedium), "last decision %+v", db.Status.Autopilot)
+	}, convergeTimeout, 10*time.Millisecond).Should(Succeed())
+	g.Eventually(func(g Gomega) {
+		_, waiting := podTiers(g, db)
+		g.Expect(waiting).To(ConsistOf(db.PodName(0)))
+	}, convergeTimeout, pollInterval).Should(Succeed())
+
+	g.Eventually(func(g Gomega) {
+		cycle(g)
+		fetch(g, db)
+		g.Expect(db.Status.Autopilot.LastDecision.Reason).To(Equal(autopilot.ReasonUnschedulable), "last decision %+v", db.Status.Autopilot.LastDecision)
+	}, convergeTimeout, 100*time.Millisecond).Should(Succeed())
+	t.Logf("%s", db.Status.Autopilot.LastDecision.Message)
+	g.Expect(db.EffectiveTier()).To(Equal(dbpilotv1alpha1.TierSmall))
+	waitConverged(g, db)
+	placed, waiting := podTiers(g, db)
+	g.Expect(waiting).To(BeEmpty())
+	g.Expect(placed).To(Equal(map[string]string{db.PodName(0): string(dbpilotv1alpha1.TierSmall)}))
+	g.Expect(claimNames(g, db)).To(Equal(claims), "the same volume")
+}
