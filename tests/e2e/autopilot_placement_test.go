@@ -13,6 +13,39 @@ import (
 	"github.com/dbpilot/dbpilot/autopilot/promsource"
 )
 
+// placementWorld makes the test's namespace, named name, and a pool of
+// nodes fake nodes of its own, each with cpu to give, and returns them with
+// a runner that decides on a fake clock, from metrics the test crafts, and
+// takes back what the cluster has not placed within a second.
+func placementWorld(t *testing.T, name string, nodes int, cpu string) (ns, pool string, source *craftedSource, cycle func(Gomega)) {
+	t.Helper()
+	ns = restrictedNamespace(t, name)
+	pool = "e2e-" + name + "-pool"
+	nodePoolOfCPU(t, pool, nodes, cpu)
+	runner, source, _, cycle := runnerOnFakeClock(t, ns)
+	runner.PlacementGrace = time.Second
+	return ns, pool, source, cycle
+}
+
+// autopilotOnPool is a PostgreSQL Database of replicas pods, each on a
+// node of pool of its own, whose auto-pilot in Auto mode moves within the
+// bounds: up after 30 s, down only after an hour, the tier with no
+// cooldown.
+func autopilotOnPool(ns, name, pool string, replicas int32, bounds dbpilotv1alpha1.ReplicaBounds, tiers dbpilotv1alpha1.TierBounds) *dbpilotv1alpha1.Database {
+	db := newDatabase(ns, name, dbpilotv1alpha1.EnginePostgres)
+	db.Spec.Replicas = ptr.To(replicas)
+	db.Spec.Scheduling = onePodPerNodeOf(pool)
+	db.Spec.Autopilot = &dbpilotv1alpha1.AutopilotSpec{
+		Mode:                          dbpilotv1alpha1.AutopilotAuto,
+		Replicas:                      &bounds,
+		Tiers:                         &tiers,
+		ScaleUpStabilizationSeconds:   ptr.To[int32](30),
+		ScaleDownStabilizationSeconds: ptr.To[int32](3600),
+		TierCooldownSeconds:           ptr.To[int32](0),
+	}
+	return db
+}
+
 // TestAutopilotTakesBackPodsTheClusterCannotPlace runs the auto-pilot in
 // Auto mode on a Database whose pods must each have a node of a two-node
 // pool (a required anti-affinity): under read pressure it adds a third
@@ -24,21 +57,10 @@ func TestAutopilotTakesBackPodsTheClusterCannotPlace(t *testing.T) {
 	t.Parallel()
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := restrictedNamespace(t, "autopilot-placement")
-	nodePool(t, "e2e-placement-pool", 2)
-	runner, source, _, cycle := runnerOnFakeClock(t, ns)
-	runner.PlacementGrace = time.Second
+	ns, pool, source, cycle := placementWorld(t, "autopilot-placement", 2, "32")
 
-	db := newDatabase(ns, "pooled", dbpilotv1alpha1.EnginePostgres)
-	db.Spec.Replicas = ptr.To[int32](2)
-	db.Spec.Scheduling = onePodPerNodeOf("e2e-placement-pool")
-	db.Spec.Autopilot = &dbpilotv1alpha1.AutopilotSpec{
-		Mode:                          dbpilotv1alpha1.AutopilotAuto,
-		Replicas:                      &dbpilotv1alpha1.ReplicaBounds{Min: 1, Max: 3},
-		Tiers:                         &dbpilotv1alpha1.TierBounds{Min: dbpilotv1alpha1.TierSmall, Max: dbpilotv1alpha1.TierSmall},
-		ScaleUpStabilizationSeconds:   ptr.To[int32](30),
-		ScaleDownStabilizationSeconds: ptr.To[int32](3600),
-	}
+	db := autopilotOnPool(ns, "pooled", pool, 2,
+		dbpilotv1alpha1.ReplicaBounds{Min: 1, Max: 3}, dbpilotv1alpha1.TierBounds{Min: dbpilotv1alpha1.TierSmall, Max: dbpilotv1alpha1.TierSmall})
 	g.Expect(k8sClient.Create(ctx, db)).To(Succeed())
 	waitConverged(g, db)
 

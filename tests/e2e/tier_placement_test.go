@@ -7,7 +7,6 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/utils/ptr"
 
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
 	"github.com/dbpilot/dbpilot/autopilot"
@@ -47,22 +46,10 @@ func TestAutopilotTakesBackATierTheClusterCannotPlace(t *testing.T) {
 	t.Parallel()
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := restrictedNamespace(t, "autopilot-tier-placement")
-	nodePoolOfCPU(t, "e2e-tier-placement-pool", 2, smallOnlyCPU)
-	runner, source, _, cycle := runnerOnFakeClock(t, ns)
-	runner.PlacementGrace = time.Second
+	ns, pool, source, cycle := placementWorld(t, "autopilot-tier-placement", 2, smallOnlyCPU)
 
-	db := newDatabase(ns, "snug", dbpilotv1alpha1.EnginePostgres)
-	db.Spec.Replicas = ptr.To[int32](2)
-	db.Spec.Scheduling = onePodPerNodeOf("e2e-tier-placement-pool")
-	db.Spec.Autopilot = &dbpilotv1alpha1.AutopilotSpec{
-		Mode:                          dbpilotv1alpha1.AutopilotAuto,
-		Replicas:                      &dbpilotv1alpha1.ReplicaBounds{Min: 2, Max: 2},
-		Tiers:                         &dbpilotv1alpha1.TierBounds{Min: dbpilotv1alpha1.TierSmall, Max: dbpilotv1alpha1.TierMedium},
-		ScaleUpStabilizationSeconds:   ptr.To[int32](30),
-		ScaleDownStabilizationSeconds: ptr.To[int32](3600),
-		TierCooldownSeconds:           ptr.To[int32](0),
-	}
+	db := autopilotOnPool(ns, "snug", pool, 2,
+		dbpilotv1alpha1.ReplicaBounds{Min: 2, Max: 2}, dbpilotv1alpha1.TierBounds{Min: dbpilotv1alpha1.TierSmall, Max: dbpilotv1alpha1.TierMedium})
 	g.Expect(k8sClient.Create(ctx, db)).To(Succeed())
 	waitConverged(g, db)
 
@@ -161,21 +148,10 @@ func TestAutopilotTakesBackALonePodsTierNoNodeHolds(t *testing.T) {
 	t.Parallel()
 	g := NewWithT(t)
 	ctx := context.Background()
-	ns := restrictedNamespace(t, "autopilot-lone-tier")
-	nodePoolOfCPU(t, "e2e-lone-tier-pool", 1, smallOnlyCPU)
-	runner, source, _, cycle := runnerOnFakeClock(t, ns)
-	runner.PlacementGrace = time.Second
+	ns, pool, source, cycle := placementWorld(t, "autopilot-lone-tier", 1, smallOnlyCPU)
 
-	db := newDatabase(ns, "alone", dbpilotv1alpha1.EnginePostgres)
-	db.Spec.Scheduling = onePodPerNodeOf("e2e-lone-tier-pool")
-	db.Spec.Autopilot = &dbpilotv1alpha1.AutopilotSpec{
-		Mode:                          dbpilotv1alpha1.AutopilotAuto,
-		Replicas:                      &dbpilotv1alpha1.ReplicaBounds{Min: 1, Max: 1},
-		Tiers:                         &dbpilotv1alpha1.TierBounds{Min: dbpilotv1alpha1.TierSmall, Max: dbpilotv1alpha1.TierMedium},
-		ScaleUpStabilizationSeconds:   ptr.To[int32](30),
-		ScaleDownStabilizationSeconds: ptr.To[int32](3600),
-		TierCooldownSeconds:           ptr.To[int32](0),
-	}
+	db := autopilotOnPool(ns, "alone", pool, 1,
+		dbpilotv1alpha1.ReplicaBounds{Min: 1, Max: 1}, dbpilotv1alpha1.TierBounds{Min: dbpilotv1alpha1.TierSmall, Max: dbpilotv1alpha1.TierMedium})
 	g.Expect(k8sClient.Create(ctx, db)).To(Succeed())
 	waitConverged(g, db)
 	claims := claimNames(g, db)
