@@ -31,6 +31,7 @@ import (
 // say why. Once the recommendation is taken back, the tier is withdrawn,
 // the mark goes, and the same pod serves on, the Database converged.
 func TestLonePodNeverRestartedForAnAutopilotTierItsNodeRefuses(t *testing.T) {
+	besideOtherTests(t, 500) // one small pod
 	g := NewWithT(t)
 	ctx := context.Background()
 	ns := "real-resize-refused"
