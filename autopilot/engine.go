@@ -78,16 +78,15 @@ func Decide(in Input) Decision {
 	case !complete(latest):
 		unready = hold(d, ReasonMetricsIncomplete, fmt.Sprintf("Metrics cover %d of %d pods", len(latest.Pods), latest.Replicas))
 	}
-	d.MetricsReady = unready.Reason == ""
-	// What the cluster cannot place is taken back on no metrics: a lone
-	// pod that waits for a node reports none.
-	if back, ok := takeBackUnplaceable(d, &in.Policy, cur); ok {
-		return back
-	}
-	if !d.MetricsReady {
+	if unready.Reason != "" {
+		// What the cluster cannot place is taken back on no metrics: a
+		// lone pod that waits for a node reports none.
+		if back, ok := takeBackUnplaceable(d, &in.Policy, cur); ok {
+			return back
+		}
 		return unready
 	}
-	p = in.Policy
+	d.MetricsReady = true
 	d.Anomalies = detectAnomalies(in.History)
 
 	m := LearnModel(in.History)
@@ -109,6 +108,10 @@ func Decide(in Input) Decision {
 		"primaryUtilization": round(util.Primary), "replicaUtilization": round(util.Replica),
 		"memoryUtilization": round(memory), "connectionUtilization": round(connections), "volumeUtilization": round(volume),
 		"replayShare": round(m.ReplayShare),
+	}
+
+	if back, ok := takeBackUnplaceable(d, &in.Policy, cur); ok {
+		return back
 	}
 
 	if in.Current.Busy != "" {
@@ -445,7 +448,7 @@ func takeBackUnplaceable(d Decision, policy *Policy, cur Size) (Decision, bool) 
 	if t := p.PlaceableTier; t.Index() >= 0 {
 		if placed := dbpilotv1alpha1.TierAt(max(p.MinTier.Index(), t.Index())); cur.Tier.Index() > placed.Index() {
 			d.Tier, d.Action, d.Reason = placed, ActionTierDown, ReasonUnschedulable
-			d.Message = fmt.Sprintf("No node has room for a %s pod: back to %s, and more pods rather than a bigger tier while the cluster places none",
+			d.Message = fmt.Sprintf("The cluster has no room for a %s pod: back to %s, and more pods rather than a bigger tier while it places none",
 				cur.Tier, placed)
 			return d, true
 		}

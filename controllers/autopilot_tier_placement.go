@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
+	"github.com/dbpilot/dbpilot/autopilot"
 	"github.com/dbpilot/dbpilot/controllers/desired"
 )
 
@@ -33,13 +34,15 @@ const insufficientResources = "Insufficient "
 // pods at, the smaller of two signs; empty when neither shows a limit:
 //   - a pod of a bigger tier (a tier change rolling out) has waited longer
 //     than grace for a node, and the scheduler found none with the CPU or
-//     memory it asks for: the smallest tier of the placed pods, or the tier
-//     below the waiting pod's when none is placed (a lone pod recreated); a
-//     pod of the placed pods' tier that waits is a scale-up's
+//     memory it asks for: the smallest tier of the placed pods; or, when
+//     none is placed (a lone pod recreated), the tier below the waiting
+//     pod's if that is the tier raisedTo the auto-pilot last raised them
+//     to (a pod that waits for a node after a drain or a resume is no tier
+//     change's); a pod of the placed pods' tier that waits is a scale-up's
 //     (placeableNow's);
 //   - a pod runs on at its tier because an in-place resize of it to a
 //     bigger one was refused (holdRefusedResize's mark): its tier.
-func tierPlaceableNow(pods []corev1.Pod, now time.Time, grace time.Duration) dbpilotv1alpha1.Tier {
+func tierPlaceableNow(pods []corev1.Pod, raisedTo dbpilotv1alpha1.Tier, now time.Time, grace time.Duration) dbpilotv1alpha1.Tier {
 	var placed, waiting, resizable dbpilotv1alpha1.Tier
 	smaller := func(a, b dbpilotv1alpha1.Tier) bool { return b == "" || a.Index() < b.Index() }
 	for i := range pods {
@@ -66,11 +69,11 @@ func tierPlaceableNow(pods []corev1.Pod, now time.Time, grace time.Duration) dbp
 	limit := resizable
 	switch {
 	case waiting == "" || waiting.Index() == 0:
-	case placed == "":
+	case placed == "" && waiting == raisedTo:
 		if below := dbpilotv1alpha1.TierAt(waiting.Index() - 1); smaller(below, limit) {
 			limit = below
 		}
-	case placed.Index() < waiting.Index() && smaller(placed, limit):
+	case placed != "" && placed.Index() < waiting.Index() && smaller(placed, limit):
 		limit = placed
 	}
 	return limit
@@ -81,7 +84,7 @@ func tierPlaceableNow(pods []corev1.Pod, now time.Time, grace time.Duration) dbp
 // nothing limits it.
 func (r *AutopilotRunner) placeableTier(db *dbpilotv1alpha1.Database, pods []corev1.Pod, now time.Time) dbpilotv1alpha1.Tier {
 	key := client.ObjectKeyFromObject(db)
-	if tier := tierPlaceableNow(pods, now, r.placementGrace()); tier != "" {
+	if tier := tierPlaceableNow(pods, raisedTier(db), now, r.placementGrace()); tier != "" {
 		r.tierPlacements[key] = tierPlacement{tier: tier, seen: now}
 	}
 	p, ok := r.tierPlacements[key]
@@ -93,4 +96,14 @@ func (r *AutopilotRunner) placeableTier(db *dbpilotv1alpha1.Database, pods []cor
 		return ""
 	}
 	return p.tier
+}
+
+// raisedTier is the tier the auto-pilot's last decision raised the
+// Database to; empty when its last decision was no tier up.
+func raisedTier(db *dbpilotv1alpha1.Database) dbpilotv1alpha1.Tier {
+	a := db.Status.Autopilot
+	if a == nil || a.LastDecision == nil || a.Recommendation == nil || a.LastDecision.Action != string(autopilot.ActionTierUp) {
+		return ""
+	}
+	return a.Recommendation.Tier
 }

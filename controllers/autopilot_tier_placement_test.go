@@ -31,24 +31,27 @@ func TestTierPlaceableNowReadsOnlyABiggerTierNoNodeHasRoomFor(t *testing.T) {
 	}
 	small, medium, large := dbpilotv1alpha1.TierSmall, dbpilotv1alpha1.TierMedium, dbpilotv1alpha1.TierLarge
 	cases := []struct {
-		name string
-		pods []corev1.Pod
-		want dbpilotv1alpha1.Tier
+		name     string
+		pods     []corev1.Pod
+		raisedTo dbpilotv1alpha1.Tier
+		want     dbpilotv1alpha1.Tier
 	}{
-		{"a replica rolled to medium waits past the grace", []corev1.Pod{placed("db-0", small), placed("db-1", small), waiting("db-2", medium, 6*time.Minute, short)}, small},
-		{"a lone pod rolled to large", []corev1.Pod{waiting("db-0", large, 6*time.Minute, short)}, medium},
-		{"a replica rolled, another placed at the new tier", []corev1.Pod{placed("db-0", small), placed("db-1", medium), waiting("db-2", medium, 6*time.Minute, short)}, small},
-		{"within the grace a node may come", []corev1.Pod{placed("db-0", small), waiting("db-1", medium, time.Minute, short)}, ""},
-		{"no node matches, whatever the size", []corev1.Pod{placed("db-0", small), waiting("db-1", medium, 6*time.Minute, elsewhere)}, ""},
-		{"a scale-up's pod of the placed tier", []corev1.Pod{placed("db-0", medium), placed("db-1", medium), waiting("db-2", medium, 6*time.Minute, short)}, ""},
-		{"the smallest tier waits", []corev1.Pod{waiting("db-0", small, 6*time.Minute, short)}, ""},
-		{"every pod placed", []corev1.Pod{placed("db-0", small), placed("db-1", medium)}, ""},
-		{"a lone pod's resize refused", []corev1.Pod{refused(placed("db-0", small), large)}, small},
-		{"a mark of a tier it has since reached", []corev1.Pod{refused(placed("db-0", medium), medium)}, ""},
-		{"the smaller of both signs", []corev1.Pod{refused(placed("db-0", medium), large), waiting("db-1", medium, 6*time.Minute, short), placed("db-2", small)}, small},
+		{"a replica rolled to medium waits past the grace", []corev1.Pod{placed("db-0", small), placed("db-1", small), waiting("db-2", medium, 6*time.Minute, short)}, "", small},
+		{"a lone pod rolled to large", []corev1.Pod{waiting("db-0", large, 6*time.Minute, short)}, large, medium},
+		{"a lone pod waiting after a drain, no tier change", []corev1.Pod{waiting("db-0", large, 6*time.Minute, short)}, "", ""},
+		{"a lone pod waiting, the tier raised to another", []corev1.Pod{waiting("db-0", large, 6*time.Minute, short)}, medium, ""},
+		{"a replica rolled, another placed at the new tier", []corev1.Pod{placed("db-0", small), placed("db-1", medium), waiting("db-2", medium, 6*time.Minute, short)}, "", small},
+		{"within the grace a node may come", []corev1.Pod{placed("db-0", small), waiting("db-1", medium, time.Minute, short)}, "", ""},
+		{"no node matches, whatever the size", []corev1.Pod{placed("db-0", small), waiting("db-1", medium, 6*time.Minute, elsewhere)}, "", ""},
+		{"a scale-up's pod of the placed tier", []corev1.Pod{placed("db-0", medium), placed("db-1", medium), waiting("db-2", medium, 6*time.Minute, short)}, "", ""},
+		{"the smallest tier waits", []corev1.Pod{waiting("db-0", small, 6*time.Minute, short)}, "", ""},
+		{"every pod placed", []corev1.Pod{placed("db-0", small), placed("db-1", medium)}, "", ""},
+		{"a lone pod's resize refused", []corev1.Pod{refused(placed("db-0", small), large)}, "", small},
+		{"a mark of a tier it has since reached", []corev1.Pod{refused(placed("db-0", medium), medium)}, "", ""},
+		{"the smaller of both signs", []corev1.Pod{refused(placed("db-0", medium), large), waiting("db-1", medium, 6*time.Minute, short), placed("db-2", small)}, "", small},
 	}
 	for _, tc := range cases {
-		if got := tierPlaceableNow(tc.pods, now, placementGrace); got != tc.want {
+		if got := tierPlaceableNow(tc.pods, tc.raisedTo, now, placementGrace); got != tc.want {
 			t.Errorf("%s: %q placeable, want %q", tc.name, got, tc.want)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
@@ -22,7 +23,7 @@ import (
 // from the template it has now.
 
 // outdatedUnplacedPods are live's pods that the scheduler refused to place
-// and whose revision is not the one the StatefulSet controller makes them
+// (and nominated no node for) and whose revision is not the one the StatefulSet controller makes them
 // from now: the current revision below the partition, the update revision
 // from it on. None until the controller has seen live's last change.
 func outdatedUnplacedPods(live *appsv1.StatefulSet, pods []corev1.Pod) []*corev1.Pod {
@@ -36,7 +37,9 @@ func outdatedUnplacedPods(live *appsv1.StatefulSet, pods []corev1.Pod) []*corev1
 	var outdated []*corev1.Pod
 	for i := range pods {
 		pod := &pods[i]
-		if !pod.DeletionTimestamp.IsZero() || pod.Spec.NodeName != "" {
+		if !pod.DeletionTimestamp.IsZero() || pod.Spec.NodeName != "" || pod.Status.NominatedNodeName != "" {
+			// Bound, or about to be: the scheduler has preempted pods
+			// for it, whose eviction its deletion would waste.
 			continue
 		}
 		if _, refused := schedulerRefusal(pod); !refused {
@@ -65,8 +68,12 @@ func (r *DatabaseReconciler) replaceOutdatedUnplacedPods(ctx context.Context, s 
 		case err != nil:
 			return fmt.Errorf("deleting pod %s, which never ran, for its current template: %w", pod.Name, err)
 		}
+		then := "so the StatefulSet makes it again from the current one"
+		if int32(ordinalOf(pod.Name)) >= ptr.Deref(live.Spec.Replicas, 1) {
+			then = "the StatefulSet keeps no pod of its ordinal now"
+		}
 		r.Recorder.Eventf(s.db, nil, corev1.EventTypeNormal, dbpilotv1alpha1.EventReasonPodReplaced, "ReplacePod",
-			"Pod %s never ran (no node took it) and its template has changed since: deleted, so the StatefulSet makes it again from the current one", pod.Name)
+			"Pod %s never ran (no node took it) and its template has changed since: deleted; %s", pod.Name, then)
 		databaseLogger(ctx, s.db).Info("Replaced a pod that never ran and whose template changed", "pod", pod.Name)
 	}
 	return nil

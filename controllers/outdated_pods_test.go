@@ -36,6 +36,8 @@ func TestOutdatedUnplacedPodsAreOnlyThoseNoNodeTookFromAnOldTemplate(t *testing.
 	notTried := at(pod("db-2", false, now), "big")
 	bound := waiting("db-2", "big")
 	bound.Spec.NodeName = "node-a"
+	nominated := waiting("db-2", "big")
+	nominated.Status.NominatedNodeName = "node-a"
 	cases := []struct {
 		name string
 		live *appsv1.StatefulSet
@@ -58,6 +60,7 @@ func TestOutdatedUnplacedPodsAreOnlyThoseNoNodeTookFromAnOldTemplate(t *testing.
 		{"already deleting", rolling(1, "small", "small"), []corev1.Pod{running("db-0", "small"), deleting}, nil},
 		{"the scheduler has not tried it", rolling(1, "small", "small"), []corev1.Pod{running("db-0", "small"), notTried}, nil},
 		{"bound to a node since", rolling(1, "small", "small"), []corev1.Pod{running("db-0", "small"), bound}, nil},
+		{"pods preempted for it", rolling(1, "small", "small"), []corev1.Pod{running("db-0", "small"), nominated}, nil},
 		{"no StatefulSet", nil, []corev1.Pod{waiting("db-0", "big")}, nil},
 	}
 	for _, tc := range cases {

@@ -8,6 +8,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -193,6 +194,13 @@ func (r *DatabaseReconciler) planResize(ctx context.Context, s *scope, live *app
 	db := s.db
 	plan := resizePlan{since: live.Annotations[desired.AnnotationResizingInPlace]}
 	if live.Annotations[desired.AnnotationTemplateHash] != hash {
+		if plan.since != "" && podsRunTier(s.pods, db.EffectiveTier()) {
+			// Taken back before any pod took the new size: nothing to
+			// resize or roll (a resize asked is withdrawn).
+			r.Recorder.Eventf(db, nil, corev1.EventTypeNormal, dbpilotv1alpha1.EventReasonTierChanged, "ChangeTier",
+				"The tier change is taken back before any pod was resized: the pods keep %s", db.EffectiveTier())
+			return resizePlan{}, nil
+		}
 		// A new template: resized in place when only the tier changes
 		// (again, when it changes during a resize), rolled otherwise.
 		from, ok := inPlaceTierChange(db, live, r.images(), parametersRestart)
@@ -280,7 +288,8 @@ func (r *DatabaseReconciler) resizeInPlace(ctx context.Context, s *scope, live *
 		case resizeToAsk:
 			err := askResize(ctx, r.Client, pod, want)
 			if resizeRefused(err) {
-				return resizeAbandoned, fmt.Sprintf("the API server refuses pod %s %s: %v", pod.Name, db.EffectiveTier(), err), nil
+				databaseLogger(ctx, db).Info("The API server refuses to resize a pod in place", "pod", pod.Name, "tier", db.EffectiveTier(), "error", err.Error())
+				return resizeAbandoned, fmt.Sprintf("the API server refuses pod %s %s (%s)", pod.Name, db.EffectiveTier(), apierrors.ReasonForError(err)), nil
 			}
 			if err != nil {
 				return resizeWaiting, "", fmt.Errorf("resizing pod %s: %w", pod.Name, err)

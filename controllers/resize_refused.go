@@ -31,16 +31,30 @@ func resizeRefused(err error) bool {
 }
 
 // holdsLonePod reports whether a refused resize of db's pods holds rather
-// than rolls them: one pod runs, and the tier asked for is the
-// auto-pilot's.
+// than rolls them: one pod runs, at a smaller tier than the one asked for,
+// which is the auto-pilot's. (A smaller tier refused rolls: the tier the
+// pod keeps is then the bigger one, which nothing would take back.)
 func holdsLonePod(db *dbpilotv1alpha1.Database, pods []corev1.Pod) bool {
-	running := 0
+	var running []*corev1.Pod
 	for i := range pods {
 		if pods[i].DeletionTimestamp.IsZero() {
-			running++
+			running = append(running, &pods[i])
 		}
 	}
-	return running == 1 && db.EffectiveReplicas() == 1 && db.EffectiveTier() != db.SpecTier()
+	if len(running) != 1 || db.EffectiveReplicas() != 1 || db.EffectiveTier() == db.SpecTier() {
+		return false
+	}
+	return dbpilotv1alpha1.Tier(running[0].Annotations[desired.AnnotationTier]).Index() < db.EffectiveTier().Index()
+}
+
+// podsRunTier reports whether every pod runs tier.
+func podsRunTier(pods []corev1.Pod, tier dbpilotv1alpha1.Tier) bool {
+	for i := range pods {
+		if pods[i].DeletionTimestamp.IsZero() && dbpilotv1alpha1.Tier(pods[i].Annotations[desired.AnnotationTier]) != tier {
+			return false
+		}
+	}
+	return len(pods) > 0
 }
 
 // holdRefusedResize marks the pods a refused resize left at their tier
@@ -92,15 +106,23 @@ func resizesToWithdraw(live *appsv1.StatefulSet, pods []corev1.Pod, want corev1.
 }
 
 // withdrawResizes asks each pod resizesToWithdraw names for the template's
-// size again, and drops its refusal mark.
+// size again, and drops its refusal mark. A withdrawal the API server
+// refuses (Kubernetes 1.33 refuses to lower a memory limit in place) is
+// logged and left: the pod runs at its tier all the same.
 func (r *DatabaseReconciler) withdrawResizes(ctx context.Context, s *scope, live *appsv1.StatefulSet) error {
 	want := desired.DatabaseResources(s.db)
+	log := databaseLogger(ctx, s.db)
 	for _, pod := range resizesToWithdraw(live, s.pods, want) {
 		if podResizeState(pod, want) == resizeToAsk {
-			if err := askResize(ctx, r.Client, pod, want); err != nil {
+			err := askResize(ctx, r.Client, pod, want)
+			switch {
+			case resizeRefused(err):
+				log.Info("The API server refuses to withdraw a resize taken back", "pod", pod.Name, "tier", s.db.EffectiveTier(), "error", err.Error())
+			case err != nil:
 				return fmt.Errorf("asking pod %s for its template's size again: %w", pod.Name, err)
+			default:
+				log.Info("Withdrew a resize taken back", "pod", pod.Name, "tier", s.db.EffectiveTier())
 			}
-			databaseLogger(ctx, s.db).Info("Withdrew a resize taken back", "pod", pod.Name, "tier", s.db.EffectiveTier())
 		}
 		if _, marked := pod.Annotations[desired.AnnotationResizeRefused]; marked {
 			patch := client.MergeFrom(pod.DeepCopy())

@@ -48,6 +48,10 @@ func TestHoldsLonePodOnlyForTheAutopilotsTier(t *testing.T) {
 		db.Status.Autopilot = &dbpilotv1alpha1.AutopilotStatus{Recommendation: &dbpilotv1alpha1.AutopilotRecommendation{Replicas: ptr.To(replicas), Tier: tier}}
 		return db
 	}
+	shrinking := autopilot(1, dbpilotv1alpha1.TierSmall)
+	shrinking.Spec.Tier = dbpilotv1alpha1.TierMedium
+	atMedium := pod("db-0", true, now)
+	atMedium.Annotations = map[string]string{desired.AnnotationTier: string(dbpilotv1alpha1.TierMedium)}
 	owners := testDatabase(1)
 	owners.Spec.Tier = dbpilotv1alpha1.TierLarge
 	one := []corev1.Pod{pod("db-0", true, now)}
@@ -62,6 +66,8 @@ func TestHoldsLonePodOnlyForTheAutopilotsTier(t *testing.T) {
 		{"the auto-pilot's tier on a lone pod", autopilot(1, dbpilotv1alpha1.TierLarge), one, true},
 		{"a pod leaving beside it", autopilot(1, dbpilotv1alpha1.TierLarge), append(one, leaving), true},
 		{"the owner's tier", owners, one, false},
+		{"a smaller tier refused rolls", shrinking, []corev1.Pod{atMedium}, false},
+		{"a bigger tier refused, the pod at medium", autopilot(1, dbpilotv1alpha1.TierLarge), []corev1.Pod{atMedium}, true},
 		{"two pods roll, replicas first", autopilot(2, dbpilotv1alpha1.TierLarge), []corev1.Pod{pod("db-0", true, now), pod("db-1", true, now)}, false},
 	} {
 		if got := holdsLonePod(tc.db, tc.pods); got != tc.want {
@@ -103,6 +109,31 @@ func TestResizesToWithdrawAreThoseOfATierTakenBack(t *testing.T) {
 		got := resizesToWithdraw(tc.live, []corev1.Pod{tc.pod}, small)
 		if (len(got) == 1) != tc.want {
 			t.Errorf("%s: withdraw %v, want %v", tc.name, len(got) == 1, tc.want)
+		}
+	}
+}
+
+func TestPodsRunTier(t *testing.T) {
+	at := func(name string, tier dbpilotv1alpha1.Tier) corev1.Pod {
+		p := pod(name, true, testNow.Time)
+		p.Annotations = map[string]string{desired.AnnotationTier: string(tier)}
+		return p
+	}
+	small, medium := dbpilotv1alpha1.TierSmall, dbpilotv1alpha1.TierMedium
+	leaving := at("db-1", medium)
+	leaving.DeletionTimestamp = &metav1.Time{Time: testNow.Time}
+	for _, tc := range []struct {
+		name string
+		pods []corev1.Pod
+		want bool
+	}{
+		{"every pod at small", []corev1.Pod{at("db-0", small), at("db-1", small)}, true},
+		{"one resized to medium already", []corev1.Pod{at("db-0", small), at("db-1", medium)}, false},
+		{"a leaving pod does not count", []corev1.Pod{at("db-0", small), leaving}, true},
+		{"no pod", nil, false},
+	} {
+		if got := podsRunTier(tc.pods, small); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }
