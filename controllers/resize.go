@@ -282,6 +282,10 @@ func (r *DatabaseReconciler) resizeInPlace(ctx context.Context, s *scope, live *
 			continue
 		}
 		pending++
+		if pod.Annotations[desired.AnnotationResizeRefused] == string(db.EffectiveTier()) {
+			// Refused and held already: not asked again every pass.
+			return resizeAbandoned, fmt.Sprintf("pod %s was refused %s", pod.Name, db.EffectiveTier()), nil
+		}
 		switch podResizeState(pod, want) {
 		case resizeInfeasible:
 			return resizeAbandoned, fmt.Sprintf("pod %s cannot get %s on its node", pod.Name, db.EffectiveTier()), nil

@@ -81,7 +81,9 @@ func (r *DatabaseReconciler) holdRefusedResize(ctx context.Context, s *scope, li
 			"Resizing pod %s in place to %s failed (%s): a lone pod is not restarted for the auto-pilot's tier; it runs on at %s until the auto-pilot takes the tier back",
 			pod.Name, tier, why, pod.Annotations[desired.AnnotationTier])
 	}
-	return fmt.Sprintf("resizing in place to %s failed (%s): the lone pod runs on at its tier until the auto-pilot takes it back", tier, why), nil
+	// The why is the Event's: the next pass does not ask again, and says
+	// less.
+	return fmt.Sprintf("resizing in place to %s was refused: the lone pod runs on at its tier until the auto-pilot takes it back", tier), nil
 }
 
 // resizesToWithdraw are the pods whose database container asks for
