@@ -6,6 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -22,11 +23,30 @@ const placementGrace = 5 * time.Minute
 // again (the cluster may have grown).
 const placementMemory = 30 * time.Minute
 
-// placement is the most pods the cluster placed for a Database, and when
-// a pod beyond them was last seen unplaceable.
-type placement struct {
-	replicas int32
-	seen     time.Time
+// placement is a limit the cluster showed for a Database (the most pods,
+// or the biggest tier, it placed), and when it last showed it.
+type placement[T comparable] struct {
+	limit T
+	seen  time.Time
+}
+
+// recallPlacement keeps shown, the limit the pods show now (the zero
+// value: none), in memory, and returns the limit last shown within
+// placementMemory; the zero value when none was, forgetting it after.
+func recallPlacement[T comparable](memory map[types.NamespacedName]placement[T], key types.NamespacedName, shown T, now time.Time) T {
+	var none T
+	if shown != none {
+		memory[key] = placement[T]{limit: shown, seen: now}
+	}
+	p, ok := memory[key]
+	if !ok {
+		return none
+	}
+	if now.Sub(p.seen) > placementMemory {
+		delete(memory, key)
+		return none
+	}
+	return p.limit
 }
 
 // placeableNow is how many of the Database's pods the scheduler placed,
@@ -69,19 +89,7 @@ func placeableNow(db *dbpilotv1alpha1.Database, pods []corev1.Pod, now time.Time
 // nothing limits it. A limit seen only one pod short of the owner's
 // minimum is still a limit: the engine keeps the minimum.
 func (r *AutopilotRunner) placeable(db *dbpilotv1alpha1.Database, pods []corev1.Pod, now time.Time) int32 {
-	key := client.ObjectKeyFromObject(db)
-	if placed := placeableNow(db, pods, now, r.placementGrace()); placed > 0 {
-		r.placements[key] = placement{replicas: placed, seen: now}
-	}
-	p, ok := r.placements[key]
-	if !ok {
-		return 0
-	}
-	if now.Sub(p.seen) > placementMemory {
-		delete(r.placements, key)
-		return 0
-	}
-	return p.replicas
+	return recallPlacement(r.placements, client.ObjectKeyFromObject(db), placeableNow(db, pods, now, r.placementGrace()), now)
 }
 
 func (r *AutopilotRunner) placementGrace() time.Duration {

@@ -48,7 +48,7 @@ func TestPlaceableNowCountsOnlyAScaleUpTheClusterCannotPlace(t *testing.T) {
 // placementMemory has passed without one.
 func TestPlacementIsRememberedForAWhile(t *testing.T) {
 	now := testNow.Time
-	r := &AutopilotRunner{placements: map[types.NamespacedName]placement{}}
+	r := &AutopilotRunner{placements: map[types.NamespacedName]placement[int32]{}}
 	scaling := testDatabase(3)
 	scaling.Status.Conditions = []metav1.Condition{{Type: dbpilotv1alpha1.ConditionProgressing, Status: metav1.ConditionTrue, Reason: dbpilotv1alpha1.ReasonScaling}}
 	pods := []corev1.Pod{pod("db-0", true, now.Add(-time.Hour)), pod("db-1", true, now.Add(-time.Hour)),

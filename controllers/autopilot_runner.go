@@ -66,13 +66,14 @@ type AutopilotRunner struct {
 	PlacementGrace time.Duration
 	Clock          clock.WithTicker
 
-	mu         sync.Mutex
-	history    map[types.NamespacedName][]autopilot.Sample
-	last       map[types.NamespacedName]autopilot.LastChanges
-	busy       map[types.NamespacedName]bool
-	placements map[types.NamespacedName]placement
-	// tierPlacements: the tier bound each Database's pods were placed at.
-	tierPlacements map[types.NamespacedName]tierPlacement
+	mu      sync.Mutex
+	history map[types.NamespacedName][]autopilot.Sample
+	last    map[types.NamespacedName]autopilot.LastChanges
+	busy    map[types.NamespacedName]bool
+	// placements and tierPlacements: the most pods, and the biggest
+	// tier, each Database's pods were placed at.
+	placements     map[types.NamespacedName]placement[int32]
+	tierPlacements map[types.NamespacedName]placement[dbpilotv1alpha1.Tier]
 }
 
 // NeedLeaderElection makes the runner run on the leader only.
@@ -113,8 +114,8 @@ func (r *AutopilotRunner) Cycle(ctx context.Context) error {
 		r.history = map[types.NamespacedName][]autopilot.Sample{}
 		r.last = map[types.NamespacedName]autopilot.LastChanges{}
 		r.busy = map[types.NamespacedName]bool{}
-		r.placements = map[types.NamespacedName]placement{}
-		r.tierPlacements = map[types.NamespacedName]tierPlacement{}
+		r.placements = map[types.NamespacedName]placement[int32]{}
+		r.tierPlacements = map[types.NamespacedName]placement[dbpilotv1alpha1.Tier]{}
 	}
 	dbs := &dbpilotv1alpha1.DatabaseList{}
 	if err := r.Client.List(ctx, dbs); err != nil {
@@ -189,8 +190,8 @@ func (r *AutopilotRunner) forgetDeleted(dbs []dbpilotv1alpha1.Database) {
 	maps.DeleteFunc(r.history, func(key types.NamespacedName, _ []autopilot.Sample) bool { return !exists[key] })
 	maps.DeleteFunc(r.last, func(key types.NamespacedName, _ autopilot.LastChanges) bool { return !exists[key] })
 	maps.DeleteFunc(r.busy, func(key types.NamespacedName, _ bool) bool { return !exists[key] })
-	maps.DeleteFunc(r.placements, func(key types.NamespacedName, _ placement) bool { return !exists[key] })
-	maps.DeleteFunc(r.tierPlacements, func(key types.NamespacedName, _ tierPlacement) bool { return !exists[key] })
+	maps.DeleteFunc(r.placements, func(key types.NamespacedName, _ placement[int32]) bool { return !exists[key] })
+	maps.DeleteFunc(r.tierPlacements, func(key types.NamespacedName, _ placement[dbpilotv1alpha1.Tier]) bool { return !exists[key] })
 }
 
 // Following returns the Databases the runner keeps state for (metrics

@@ -19,13 +19,6 @@ import (
 // pod has waited past the placement grace, and keeps below it for
 // placementMemory (the cluster may grow).
 
-// tierPlacement is the biggest tier the cluster placed a Database's pods
-// at, and when a pod of a bigger one was last seen waiting for a node.
-type tierPlacement struct {
-	tier dbpilotv1alpha1.Tier
-	seen time.Time
-}
-
 // insufficientResources is how the scheduler's refusal names a resource no
 // node has enough of ("0/3 nodes are available: 3 Insufficient cpu.").
 const insufficientResources = "Insufficient "
@@ -83,19 +76,7 @@ func tierPlaceableNow(pods []corev1.Pod, raisedTo dbpilotv1alpha1.Tier, now time
 // cluster places now, or what it placed within placementMemory; empty when
 // nothing limits it.
 func (r *AutopilotRunner) placeableTier(db *dbpilotv1alpha1.Database, pods []corev1.Pod, now time.Time) dbpilotv1alpha1.Tier {
-	key := client.ObjectKeyFromObject(db)
-	if tier := tierPlaceableNow(pods, raisedTier(db), now, r.placementGrace()); tier != "" {
-		r.tierPlacements[key] = tierPlacement{tier: tier, seen: now}
-	}
-	p, ok := r.tierPlacements[key]
-	if !ok {
-		return ""
-	}
-	if now.Sub(p.seen) > placementMemory {
-		delete(r.tierPlacements, key)
-		return ""
-	}
-	return p.tier
+	return recallPlacement(r.tierPlacements, client.ObjectKeyFromObject(db), tierPlaceableNow(pods, raisedTier(db), now, r.placementGrace()), now)
 }
 
 // raisedTier is the tier the auto-pilot's last decision raised the

@@ -62,7 +62,7 @@ func TestTierPlaceableNowReadsOnlyABiggerTierNoNodeHasRoomFor(t *testing.T) {
 // placementMemory has passed without one.
 func TestTierPlacementIsRememberedForAWhile(t *testing.T) {
 	now := testNow.Time
-	r := &AutopilotRunner{tierPlacements: map[types.NamespacedName]tierPlacement{}}
+	r := &AutopilotRunner{tierPlacements: map[types.NamespacedName]placement[dbpilotv1alpha1.Tier]{}}
 	db := testDatabase(2)
 	running := pod("db-0", true, now.Add(-time.Hour))
 	running.Annotations = map[string]string{desired.AnnotationTier: string(dbpilotv1alpha1.TierSmall)}

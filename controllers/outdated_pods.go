@@ -23,9 +23,10 @@ import (
 // from the template it has now.
 
 // outdatedUnplacedPods are live's pods that the scheduler refused to place
-// (and nominated no node for) and whose revision is not the one the StatefulSet controller makes them
-// from now: the current revision below the partition, the update revision
-// from it on. None until the controller has seen live's last change.
+// (and nominated no node for) and whose revision is not the one the
+// StatefulSet controller makes them from now: the current revision below
+// the partition, the update revision from it on. None until the controller
+// has seen live's last change.
 func outdatedUnplacedPods(live *appsv1.StatefulSet, pods []corev1.Pod) []*corev1.Pod {
 	if live == nil || live.Status.ObservedGeneration < live.Generation || live.Status.UpdateRevision == "" {
 		return nil
