@@ -28,7 +28,7 @@ var tierRestartSettings = []string{"shared_buffers", "max_connections"}
 // left out: the roll under way restarts it anyway, so an edit meanwhile
 // that waits for no restart rolls nothing again.
 func parametersRestart(db *dbpilotv1alpha1.Database, live *appsv1.StatefulSet, pods []corev1.Pod, reports map[string]layout.InstanceStatus) string {
-	current := liveParametersRestart(live)
+	current := liveRestarts(live).Parameters
 	if _, _, ok := desired.ParametersFile(db); !ok {
 		return current
 	}
@@ -55,14 +55,4 @@ func tiersOwn(db *dbpilotv1alpha1.Database, pod *corev1.Pod, name string) bool {
 	_, set := db.Spec.Parameters[name]
 	_, resized := pod.Annotations[desired.AnnotationStartedTier]
 	return db.Spec.Engine == dbpilotv1alpha1.EnginePostgres && !set && resized && slices.Contains(tierRestartSettings, name)
-}
-
-// liveParametersRestart is the live template's
-// AnnotationParametersRestart, the one its hash was computed with ("" with
-// no StatefulSet yet).
-func liveParametersRestart(live *appsv1.StatefulSet) string {
-	if live == nil {
-		return ""
-	}
-	return live.Spec.Template.Annotations[desired.AnnotationParametersRestart]
 }

@@ -46,10 +46,10 @@ func atTier(db *dbpilotv1alpha1.Database, t dbpilotv1alpha1.Tier) *dbpilotv1alph
 // db's template by a resize alone: the only change is the tier. PostgreSQL
 // grows only (its shared_buffers, sized for the tier at start, would not
 // fit a smaller pod); MariaDB and MySQL resize their buffer pool online
-// both ways. parametersRestart is the new template's
-// AnnotationParametersRestart: a restart asked for with the tier change
-// rolls the pods.
-func inPlaceTierChange(db *dbpilotv1alpha1.Database, live *appsv1.StatefulSet, images imagecatalog.Catalog, parametersRestart string) (dbpilotv1alpha1.Tier, bool) {
+// both ways. restarts are the new template's restart annotations: a
+// restart asked for with the tier change (for spec.parameters, or on
+// request) rolls the pods.
+func inPlaceTierChange(db *dbpilotv1alpha1.Database, live *appsv1.StatefulSet, images imagecatalog.Catalog, restarts desired.Restarts) (dbpilotv1alpha1.Tier, bool) {
 	if live == nil {
 		return "", false
 	}
@@ -65,7 +65,7 @@ func inPlaceTierChange(db *dbpilotv1alpha1.Database, live *appsv1.StatefulSet, i
 	if before.EffectiveTier() != from {
 		return "", false
 	}
-	return from, desired.TemplateHash(desired.PodTemplate(before, images, parametersRestart)) == live.Annotations[desired.AnnotationTemplateHash]
+	return from, desired.TemplateHash(desired.PodTemplate(before, images, restarts)) == live.Annotations[desired.AnnotationTemplateHash]
 }
 
 // maxStepsWithoutRestart is how many tier steps above the tier its engine
@@ -187,7 +187,7 @@ type resizePlan struct {
 
 // planResize starts, follows or ends an in-place resize of the pods for a
 // new template whose hash is hash.
-func (r *DatabaseReconciler) planResize(ctx context.Context, s *scope, live *appsv1.StatefulSet, hash, parametersRestart string) (resizePlan, error) {
+func (r *DatabaseReconciler) planResize(ctx context.Context, s *scope, live *appsv1.StatefulSet, hash string, restarts desired.Restarts) (resizePlan, error) {
 	if !r.InPlaceResize || live == nil {
 		return resizePlan{}, nil
 	}
@@ -203,7 +203,7 @@ func (r *DatabaseReconciler) planResize(ctx context.Context, s *scope, live *app
 		}
 		// A new template: resized in place when only the tier changes
 		// (again, when it changes during a resize), rolled otherwise.
-		from, ok := inPlaceTierChange(db, live, r.images(), parametersRestart)
+		from, ok := inPlaceTierChange(db, live, r.images(), restarts)
 		if started, matters := restartMatters(db, s.pods, db.EffectiveTier()); ok && matters {
 			r.Recorder.Eventf(db, nil, corev1.EventTypeNormal, dbpilotv1alpha1.EventReasonTierChanged, "ChangeTier",
 				"PostgreSQL's shared_buffers and max_connections are still sized for %s: rolling the pods to %s, primary-safe, instead of resizing them in place",
@@ -273,7 +273,7 @@ func (r *DatabaseReconciler) resizeInPlace(ctx context.Context, s *scope, live *
 		return resizeWaiting, "", nil
 	}
 	want := desired.DatabaseResources(db)
-	template := desired.PodTemplate(db, r.images(), liveParametersRestart(live))
+	template := desired.PodTemplate(db, r.images(), liveRestarts(live))
 	revision := live.Status.UpdateRevision
 	pending := 0
 	for i := range s.pods {

@@ -15,7 +15,7 @@ import (
 
 // applied is the StatefulSet the operator applied for db.
 func applied(db *dbpilotv1alpha1.Database) *appsv1.StatefulSet {
-	template := desired.PodTemplate(db, imagecatalog.Default(), "")
+	template := desired.PodTemplate(db, imagecatalog.Default(), desired.Restarts{})
 	return &appsv1.StatefulSet{
 		ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{desired.AnnotationTemplateHash: desired.TemplateHash(template)}},
 		Spec:       appsv1.StatefulSetSpec{Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: template.Annotations}}},
@@ -51,7 +51,7 @@ func TestInPlaceTierChange(t *testing.T) {
 		}(), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			from, ok := inPlaceTierChange(tc.db, applied(tc.live), imagecatalog.Default(), "")
+			from, ok := inPlaceTierChange(tc.db, applied(tc.live), imagecatalog.Default(), desired.Restarts{})
 			if ok != tc.want {
 				t.Fatalf("in place = %v, want %v", ok, tc.want)
 			}
@@ -60,10 +60,13 @@ func TestInPlaceTierChange(t *testing.T) {
 			}
 		})
 	}
-	if _, ok := inPlaceTierChange(at(dbpilotv1alpha1.EnginePostgres, medium), applied(at(dbpilotv1alpha1.EnginePostgres, small)), imagecatalog.Default(), "0123abcd"); ok {
+	if _, ok := inPlaceTierChange(at(dbpilotv1alpha1.EnginePostgres, medium), applied(at(dbpilotv1alpha1.EnginePostgres, small)), imagecatalog.Default(), desired.Restarts{Parameters: "0123abcd"}); ok {
 		t.Error("a tier change with a restart for spec.parameters is resized in place: the restart would never happen")
 	}
-	if _, ok := inPlaceTierChange(at(dbpilotv1alpha1.EngineMariaDB, medium), nil, imagecatalog.Default(), ""); ok {
+	if _, ok := inPlaceTierChange(at(dbpilotv1alpha1.EngineMariaDB, medium), applied(at(dbpilotv1alpha1.EngineMariaDB, small)), imagecatalog.Default(), desired.Restarts{Requested: "now"}); ok {
+		t.Error("a tier change with a restart on request is resized in place: the restart would never happen")
+	}
+	if _, ok := inPlaceTierChange(at(dbpilotv1alpha1.EngineMariaDB, medium), nil, imagecatalog.Default(), desired.Restarts{}); ok {
 		t.Error("no StatefulSet yet: nothing to resize")
 	}
 }

@@ -56,8 +56,11 @@ func (r *DatabaseReconciler) reconcileStatefulSet(ctx context.Context, s *scope)
 		// Whether a setting of spec.parameters waits for a restart.
 		s.instances = readInstances(ctx, s)
 	}
-	opts.ParametersRestart = parametersRestart(db, live, s.pods, s.instances)
-	hash := desired.TemplateHash(desired.PodTemplate(db, opts.Images, opts.ParametersRestart))
+	opts.Restarts = desired.Restarts{
+		Parameters: parametersRestart(db, live, s.pods, s.instances),
+		Requested:  requestedRestart(db, live),
+	}
+	hash := desired.TemplateHash(desired.PodTemplate(db, opts.Images, opts.Restarts))
 	stuck := len(stuckPods(s.pods, r.clock().Now())) > 0
 	opts.Replicas = rolloutReplicas(live, hash, db.EffectiveReplicas(), stuck)
 	if d := s.designation; d != nil && int32(ordinalOf(d.Primary)) >= opts.Replicas {
@@ -76,7 +79,7 @@ func (r *DatabaseReconciler) reconcileStatefulSet(ctx context.Context, s *scope)
 	}
 	var resize resizePlan
 	if !stopping {
-		if resize, err = r.planResize(ctx, s, live, hash, opts.ParametersRestart); err != nil {
+		if resize, err = r.planResize(ctx, s, live, hash, opts.Restarts); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
@@ -110,7 +113,7 @@ func (r *DatabaseReconciler) reconcileStatefulSet(ctx context.Context, s *scope)
 		s.observed = false
 		s.statefulSetWritten = ptr.Deref(sts.Generation, 0)
 		if live != nil && !resize.started {
-			r.recordChanges(db, live, hash, opts.Replicas, opts.ParametersRestart)
+			r.recordChanges(db, live, hash, opts.Replicas, opts.Restarts)
 		}
 	}
 	if !wrote && live != nil {
@@ -141,7 +144,7 @@ func (r *DatabaseReconciler) reconcileStatefulSet(ctx context.Context, s *scope)
 // recordChanges records an Event for each user-visible change the applied
 // StatefulSet (pod template hash templateHash, replicas pods, restarted
 // for spec.parameters of digest restart) makes to the live one.
-func (r *DatabaseReconciler) recordChanges(db *dbpilotv1alpha1.Database, live *appsv1.StatefulSet, templateHash string, replicas int32, restart string) {
+func (r *DatabaseReconciler) recordChanges(db *dbpilotv1alpha1.Database, live *appsv1.StatefulSet, templateHash string, replicas int32, restarts desired.Restarts) {
 	before := ptr.Deref(live.Spec.Replicas, 1)
 	switch {
 	case replicas == 0:
@@ -168,9 +171,13 @@ func (r *DatabaseReconciler) recordChanges(db *dbpilotv1alpha1.Database, live *a
 		r.Recorder.Eventf(db, nil, corev1.EventTypeNormal, dbpilotv1alpha1.EventReasonTierChanged, "ChangeTier",
 			"Changing tier from %s to %s, replicas first", tier, db.EffectiveTier())
 	}
-	if restart != "" && annotations[desired.AnnotationParametersRestart] != restart {
+	if restarts.Parameters != "" && annotations[desired.AnnotationParametersRestart] != restarts.Parameters {
 		r.Recorder.Eventf(db, nil, corev1.EventTypeNormal, dbpilotv1alpha1.EventReasonRestartingForParameters, "RestartForParameters",
 			"Restarting the pods, replicas first, the primary after a switchover: a setting of spec.parameters waits for a restart")
+	}
+	if restarts.Requested != "" && annotations[dbpilotv1alpha1.AnnotationRestart] != restarts.Requested {
+		r.Recorder.Eventf(db, nil, corev1.EventTypeNormal, dbpilotv1alpha1.EventReasonRestarting, "Restart",
+			"Restarting the pods as %s asks, %s", dbpilotv1alpha1.AnnotationRestart, restartOrder(replicas))
 	}
 	if version := annotations[desired.AnnotationVersion]; version != "" && version != db.EngineVersion() {
 		r.Recorder.Eventf(db, nil, corev1.EventTypeNormal, dbpilotv1alpha1.EventReasonUpgraded, "Upgrade",

@@ -114,6 +114,9 @@ const (
 	EventReasonVolumeDeleted           = "VolumesDeleted"
 	EventReasonAutopilot               = "Autopilot"
 	EventReasonAnomaly                 = "Anomaly"
+	// EventReasonRestarting: the pods restart for the Database's
+	// AnnotationRestart.
+	EventReasonRestarting = "Restarting"
 	// EventReasonPodReplaced: a pod no node took, made from a template
 	// that has changed since, is deleted so the StatefulSet makes it
 	// again from the current one.

@@ -34,6 +34,14 @@ const (
 	// comma-separated, or "*" for all; on a pod, "true" fences it. Removing
 	// it starts the engine again.
 	AnnotationFenced = "dbpilot.io/fenced"
+	// AnnotationRestart on a Database asks dbpilot to restart every pod,
+	// primary-safe: the replicas first, then the primary after a
+	// switchover to an updated replica (a lone pod simply restarts). Any
+	// value; a new one restarts them again, and removing it restarts
+	// nothing: `kubectl annotate db orders dbpilot.io/restart="$(date
+	// -Is)" --overwrite`. The pods carry the value they restarted for
+	// under the same key.
+	AnnotationRestart = "dbpilot.io/restart"
 
 	// LabelScheduled is "true" on the DatabaseBackups a schedule created,
 	// which retention prunes.

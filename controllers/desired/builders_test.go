@@ -73,20 +73,39 @@ func TestConfigChecksumChangesOnlyWithConfig(t *testing.T) {
 }
 
 func TestTemplateHashIgnoresReplicas(t *testing.T) {
-	one := desired.TemplateHash(desired.PodTemplate(database(dbpilotv1alpha1.EngineMySQL, dbpilotv1alpha1.TierSmall, 1), imagecatalog.Default(), ""))
-	five := desired.TemplateHash(desired.PodTemplate(database(dbpilotv1alpha1.EngineMySQL, dbpilotv1alpha1.TierSmall, 5), imagecatalog.Default(), ""))
+	one := desired.TemplateHash(desired.PodTemplate(database(dbpilotv1alpha1.EngineMySQL, dbpilotv1alpha1.TierSmall, 1), imagecatalog.Default(), desired.Restarts{}))
+	five := desired.TemplateHash(desired.PodTemplate(database(dbpilotv1alpha1.EngineMySQL, dbpilotv1alpha1.TierSmall, 5), imagecatalog.Default(), desired.Restarts{}))
 	if one != five {
 		t.Errorf("the pod template depends on replicas: scaling would roll pods")
 	}
-	medium := desired.TemplateHash(desired.PodTemplate(database(dbpilotv1alpha1.EngineMySQL, dbpilotv1alpha1.TierMedium, 1), imagecatalog.Default(), ""))
+	medium := desired.TemplateHash(desired.PodTemplate(database(dbpilotv1alpha1.EngineMySQL, dbpilotv1alpha1.TierMedium, 1), imagecatalog.Default(), desired.Restarts{}))
 	if one == medium {
 		t.Errorf("the pod template does not depend on the tier")
 	}
 }
 
+func TestRestartsChangeTheTemplateOnlyWhenSet(t *testing.T) {
+	db := database(dbpilotv1alpha1.EnginePostgres, dbpilotv1alpha1.TierSmall, 2)
+	none := desired.PodTemplate(db, imagecatalog.Default(), desired.Restarts{})
+	for key := range none.Annotations {
+		if key == desired.AnnotationParametersRestart || key == dbpilotv1alpha1.AnnotationRestart {
+			t.Errorf("no restart asked, yet the template has %s: every pod would roll on upgrade", key)
+		}
+	}
+	requested := desired.PodTemplate(db, imagecatalog.Default(), desired.Restarts{Requested: "2026-11-28T05:00:00Z"})
+	if got := requested.Annotations[dbpilotv1alpha1.AnnotationRestart]; got != "2026-11-28T05:00:00Z" {
+		t.Errorf("%s on the template = %q, want the value asked for", dbpilotv1alpha1.AnnotationRestart, got)
+	}
+	again := desired.PodTemplate(db, imagecatalog.Default(), desired.Restarts{Requested: "2026-11-28T06:00:00Z"})
+	hashes := map[string]bool{desired.TemplateHash(none): true, desired.TemplateHash(requested): true, desired.TemplateHash(again): true}
+	if len(hashes) != 3 {
+		t.Errorf("asking for a restart, or another one, keeps the template hash: the pods would not roll")
+	}
+}
+
 func TestPodIsRestricted(t *testing.T) {
 	for _, engine := range []dbpilotv1alpha1.Engine{dbpilotv1alpha1.EnginePostgres, dbpilotv1alpha1.EngineMySQL, dbpilotv1alpha1.EngineMariaDB} {
-		spec := desired.PodTemplate(database(engine, dbpilotv1alpha1.TierSmall, 1), imagecatalog.Default(), "").Spec
+		spec := desired.PodTemplate(database(engine, dbpilotv1alpha1.TierSmall, 1), imagecatalog.Default(), desired.Restarts{}).Spec
 		if !*spec.SecurityContext.RunAsNonRoot || *spec.SecurityContext.SeccompProfile.Type != "RuntimeDefault" {
 			t.Errorf("%s: pod security context is not restricted", engine)
 		}
@@ -161,7 +180,7 @@ func TestSynchronousReplicationConfig(t *testing.T) {
 				t.Errorf("%s synchronous %d: config has %q:\n%s", tc.engine, tc.count, s, content)
 			}
 		}
-		args := strings.Join(desired.PodTemplate(db, imagecatalog.Default(), "").Spec.Containers[0].Args, " ")
+		args := strings.Join(desired.PodTemplate(db, imagecatalog.Default(), desired.Restarts{}).Spec.Containers[0].Args, " ")
 		if semiSync := strings.Contains(args, "--semi-sync"); semiSync != (tc.count > 0 && tc.engine != dbpilotv1alpha1.EnginePostgres) {
 			t.Errorf("%s synchronous %d: instance arguments %s", tc.engine, tc.count, args)
 		}

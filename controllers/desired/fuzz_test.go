@@ -75,12 +75,12 @@ func FuzzBuilders(f *testing.F) {
 		if got, want := (*sts.Spec.VolumeClaimTemplates[0].Spec.Resources.Requests)[corev1.ResourceStorage], db.SpecStorageSize(); got.Cmp(want) != 0 {
 			t.Errorf("claim template of %s, spec.storage.size %s", got.String(), want.String())
 		}
-		hash := desired.TemplateHash(desired.PodTemplate(db, images, ""))
-		if again := desired.TemplateHash(desired.PodTemplate(db, images, "")); again != hash {
+		hash := desired.TemplateHash(desired.PodTemplate(db, images, desired.Restarts{}))
+		if again := desired.TemplateHash(desired.PodTemplate(db, images, desired.Restarts{})); again != hash {
 			t.Errorf("template hash %s then %s", hash, again)
 		}
 		*db.Spec.Replicas = *db.Spec.Replicas%16 + 1
-		if other := desired.TemplateHash(desired.PodTemplate(db, images, "")); other != hash {
+		if other := desired.TemplateHash(desired.PodTemplate(db, images, desired.Restarts{})); other != hash {
 			t.Errorf("template hash changed with the replicas: %s, %s", hash, other)
 		}
 	})

@@ -51,6 +51,27 @@ const (
 	AnnotationParametersRestart = "dbpilot.io/parameters-restart"
 )
 
+// Restarts are the pod template's annotations whose only purpose is to
+// restart the pods: changing either rolls them, primary-safe.
+type Restarts struct {
+	// Parameters is AnnotationParametersRestart; empty leaves it out.
+	Parameters string
+	// Requested is the Database's dbpilot.io/restart the pods last
+	// restarted for (dbpilotv1alpha1.AnnotationRestart, under the same
+	// key on the template); empty leaves it out.
+	Requested string
+}
+
+// annotate adds the restarts set to a pod template's annotations.
+func (r Restarts) annotate(annotations map[string]string) {
+	if r.Parameters != "" {
+		annotations[AnnotationParametersRestart] = r.Parameters
+	}
+	if r.Requested != "" {
+		annotations[dbpilotv1alpha1.AnnotationRestart] = r.Requested
+	}
+}
+
 // Container and volume names.
 const (
 	DatabaseContainerName = "database"
@@ -99,14 +120,13 @@ type StatefulSetOptions struct {
 	// ResizingInPlaceSince, when set, records an in-place resize under way
 	// (AnnotationResizingInPlace).
 	ResizingInPlaceSince string
-	// ParametersRestart is the pod template's
-	// AnnotationParametersRestart; empty leaves it out.
-	ParametersRestart string
+	// Restarts are the pod template's restart annotations.
+	Restarts Restarts
 }
 
 // StatefulSet runs the Database's pods.
 func StatefulSet(db *dbpilotv1alpha1.Database, opts StatefulSetOptions) *appsv1ac.StatefulSetApplyConfiguration {
-	template := PodTemplate(db, opts.Images, opts.ParametersRestart)
+	template := PodTemplate(db, opts.Images, opts.Restarts)
 	replicas := db.EffectiveReplicas()
 	if opts.Replicas > 0 {
 		replicas = opts.Replicas
@@ -158,8 +178,8 @@ func TemplateHash(template *corev1ac.PodTemplateSpecApplyConfiguration) string {
 // PodTemplate is the pod of every member of the Database: an init container
 // copies the instance program from the operator's image, and the database
 // container runs it as its entrypoint with the engine image's binaries.
-// parametersRestart is its AnnotationParametersRestart (empty: none).
-func PodTemplate(db *dbpilotv1alpha1.Database, images imagecatalog.Catalog, parametersRestart string) *corev1ac.PodTemplateSpecApplyConfiguration {
+// restarts are its restart annotations (the zero value: none).
+func PodTemplate(db *dbpilotv1alpha1.Database, images imagecatalog.Catalog, restarts Restarts) *corev1ac.PodTemplateSpecApplyConfiguration {
 	profile, _ := db.Spec.Engine.Profile()
 	annotations := map[string]string{
 		dbpilotv1alpha1.AnnotationConfigChecksum: ConfigChecksum(db),
@@ -167,9 +187,7 @@ func PodTemplate(db *dbpilotv1alpha1.Database, images imagecatalog.Catalog, para
 		AnnotationVersion:                        db.EngineVersion(),
 		AnnotationInstanceTLS:                    "true",
 	}
-	if parametersRestart != "" {
-		annotations[AnnotationParametersRestart] = parametersRestart
-	}
+	restarts.annotate(annotations)
 	return corev1ac.PodTemplateSpec().
 		WithLabels(podLabels(db)).
 		WithAnnotations(podAnnotations(db, annotations)).
