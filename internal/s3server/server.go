@@ -200,6 +200,8 @@ func (s *Server) Stop() {
 	case <-s.exited:
 	default:
 		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGTERM)
+		// A frozen server takes the signal once it runs again.
+		_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGCONT)
 		select {
 		case <-s.exited:
 		case <-time.After(10 * time.Second):
@@ -208,6 +210,31 @@ func (s *Server) Stop() {
 		}
 	}
 	s.cleanup()
+}
+
+// Freeze stops the server's processes (SIGSTOP) and closes nothing: a
+// request to it waits, as it would on a store that hangs, until Thaw.
+func (s *Server) Freeze() error {
+	return s.signal(syscall.SIGSTOP)
+}
+
+// Thaw lets a frozen server run again (SIGCONT); thawing a running one
+// does nothing.
+func (s *Server) Thaw() error {
+	return s.signal(syscall.SIGCONT)
+}
+
+// signal sends sig to the server's process group, unless it has exited.
+func (s *Server) signal(sig syscall.Signal) error {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return errors.New("s3server: not started")
+	}
+	select {
+	case <-s.exited:
+		return fmt.Errorf("s3server: exited: %v", s.exitErr)
+	default:
+	}
+	return syscall.Kill(-s.cmd.Process.Pid, sig)
 }
 
 func (s *Server) cleanup() {

@@ -26,7 +26,7 @@ import (
 )
 
 // inProcessNamespaces are watched by the operator this test process runs.
-const inProcessNamespaces = "real-postgres,real-mariadb,real-replicas-postgres,real-replicas-mariadb,real-failover-postgres,real-failover-mariadb,real-default-delay-postgres,real-default-delay-mariadb,real-sync-postgres,real-sync-mariadb,real-sync-diverged,real-rollout-postgres,real-rollout-mariadb,real-faults-postgres,real-faults-mariadb,real-backup-postgres,real-backup-mariadb,real-backup-claim,real-metrics,real-autopilot,real-autopilot-mariadb,real-staging-timeout,real-renewal-postgres,real-renewal-mariadb,real-parameters-postgres,real-parameters-mariadb,real-expose,real-resize-refused"
+const inProcessNamespaces = "real-postgres,real-mariadb,real-replicas-postgres,real-replicas-mariadb,real-failover-postgres,real-failover-mariadb,real-default-delay-postgres,real-default-delay-mariadb,real-sync-postgres,real-sync-mariadb,real-sync-diverged,real-rollout-postgres,real-rollout-mariadb,real-faults-postgres,real-faults-mariadb,real-backup-postgres,real-backup-mariadb,real-backup-claim,real-metrics,real-autopilot,real-autopilot-mariadb,real-staging-timeout,real-renewal-postgres,real-renewal-mariadb,real-parameters-postgres,real-parameters-mariadb,real-expose,real-resize-refused,real-hibernate-backup"
 
 // stageMountTimeout is how long the suite's operator waits for the pods
 // to mount each step of a staged change of certificate authority (5

@@ -301,16 +301,12 @@ func restartRequested(t *testing.T, g Gomega, db *dbpilotv1alpha1.Database) {
 	ctx := context.Background()
 	before := podsByName(g, db)
 	asked := time.Now()
-	g.Eventually(func() error {
-		if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(db), db); err != nil {
-			return err
-		}
+	changeDatabase(g, db, func(db *dbpilotv1alpha1.Database) {
 		if db.Annotations == nil {
 			db.Annotations = map[string]string{}
 		}
 		db.Annotations[dbpilotv1alpha1.AnnotationRestart] = asked.UTC().Format(time.RFC3339)
-		return k8sClient.Update(ctx, db)
-	}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
+	})
 	g.Eventually(func(g Gomega) {
 		g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(db), db)).To(Succeed())
 		g.Expect(db.Status.Instances).To(ConsistOf(servingFrom(db, 1, 0)))
