@@ -123,7 +123,7 @@ help: ## Show the targets.
 manifests: $(CONTROLLER_GEN) ## Generate the CRD and RBAC manifests from the Go markers.
 	$(CONTROLLER_GEN) crd paths="./api/..." output:crd:artifacts:config=config/crd/bases
 	$(CONTROLLER_GEN) rbac:roleName=manager-role paths="./controllers/..." output:rbac:artifacts:config=config/rbac
-	$(CONTROLLER_GEN) rbac:roleName=manager-cluster-role paths="{./internal/storageclass/...,./internal/priorityclass/...}" output:rbac:stdout > config/rbac/cluster_role.yaml
+	$(CONTROLLER_GEN) rbac:roleName=manager-cluster-role paths="{./internal/storageclass/...,./internal/priorityclass/...,./internal/nodedrain/...}" output:rbac:stdout > config/rbac/cluster_role.yaml
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Generate the DeepCopy methods of the API types.

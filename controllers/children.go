@@ -60,31 +60,46 @@ func (r *DatabaseReconciler) reconcileServices(ctx context.Context, s *scope) (c
 	return ctrl.Result{}, nil
 }
 
-// reconcilePodDisruptionBudget applies the budget while the StatefulSet runs
-// two pods or more and removes it with one, where it would only block node
-// drains.
+// reconcilePodDisruptionBudget applies the budgets while the StatefulSet
+// runs two pods or more and removes them with one, where they would only
+// block node drains: one for the replicas (every pod of a MySQL Database),
+// and one that keeps the primary from eviction where it moves.
 func (r *DatabaseReconciler) reconcilePodDisruptionBudget(ctx context.Context, s *scope) (ctrl.Result, error) {
-	pdb := desired.PodDisruptionBudget(s.db)
+	// The replicas' budget first: one that still covered the primary
+	// beside the primary's would leave it under two, which the API server
+	// refuses to evict at all.
+	if err := r.reconcileBudget(ctx, desired.PodDisruptionBudget(s.db, s.replicas), desired.NeedsPodDisruptionBudget(s.replicas)); err != nil {
+		return ctrl.Result{}, err
+	}
+	if err := r.reconcileBudget(ctx, desired.PrimaryPodDisruptionBudget(s.db), desired.NeedsPrimaryPodDisruptionBudget(s.db, s.replicas)); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{}, nil
+}
+
+// reconcileBudget applies the budget when needed and deletes one dbpilot
+// applied when not.
+func (r *DatabaseReconciler) reconcileBudget(ctx context.Context, pdb *policyv1ac.PodDisruptionBudgetApplyConfiguration, needed bool) error {
 	existing := &policyv1.PodDisruptionBudget{}
 	owned, err := extractor(ctx, r.Client, *pdb.Namespace, *pdb.Name, existing, func() (*policyv1ac.PodDisruptionBudgetApplyConfiguration, error) {
 		return policyv1ac.ExtractPodDisruptionBudget(existing, FieldOwner)
 	})
 	if err != nil {
-		return ctrl.Result{}, err
+		return err
 	}
-	if !desired.NeedsPodDisruptionBudget(s.replicas) {
+	if !needed {
 		if owned == nil {
-			return ctrl.Result{}, nil
+			return nil
 		}
 		if err := r.Client.Delete(ctx, existing); client.IgnoreNotFound(err) != nil {
-			return ctrl.Result{}, fmt.Errorf("deleting PodDisruptionBudget: %w", err)
+			return fmt.Errorf("deleting PodDisruptionBudget %s: %w", *pdb.Name, err)
 		}
-		return ctrl.Result{}, nil
+		return nil
 	}
 	if _, err := applyIfChanged(ctx, r.Client, pdb, owned); err != nil {
-		return ctrl.Result{}, fmt.Errorf("applying PodDisruptionBudget: %w", err)
+		return fmt.Errorf("applying PodDisruptionBudget %s: %w", *pdb.Name, err)
 	}
-	return ctrl.Result{}, nil
+	return nil
 }
 
 // extractor reads the live object into existing and returns what the

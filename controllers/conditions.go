@@ -38,6 +38,9 @@ type observation struct {
 	// resizeHeld says why a lone pod's refused resize holds the pods as
 	// they are.
 	resizeHeld string
+	// drainWait says why the primary's pod waits on a node being
+	// drained.
+	drainWait string
 	// predecessorPending names a child a deleted Database of the same
 	// name still owns.
 	predecessorPending string
@@ -184,6 +187,9 @@ func buildConditions(db *dbpilotv1alpha1.Database, obs observation, current []me
 		set(dbpilotv1alpha1.ConditionProgressing, metav1.ConditionFalse, reason, message)
 	}
 
+	if obs.drainWait != "" && !db.Spec.Paused {
+		set(dbpilotv1alpha1.ConditionProgressing, metav1.ConditionTrue, dbpilotv1alpha1.ReasonDraining, obs.drainWait)
+	}
 	if obs.predecessorPending != "" {
 		set(dbpilotv1alpha1.ConditionProgressing, metav1.ConditionTrue, dbpilotv1alpha1.ReasonWaitingForPredecessor, obs.predecessorPending)
 	}

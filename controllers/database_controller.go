@@ -99,6 +99,9 @@ func (r *DatabaseReconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrentRec
 	if err := RegisterMetrics(); err != nil {
 		return fmt.Errorf("registering dbpilot's metrics: %w", err)
 	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, podNodeField, podNode); err != nil {
+		return fmt.Errorf("indexing pods by node: %w", err)
+	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		For(&dbpilotv1alpha1.Database{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}, autopilotChanged{}))).
 		Owns(&appsv1.StatefulSet{}).
@@ -108,6 +111,8 @@ func (r *DatabaseReconciler) SetupWithManager(mgr ctrl.Manager, maxConcurrentRec
 		Owns(&policyv1.PodDisruptionBudget{}).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(databaseOfPod)).
 		Watches(&dbpilotv1alpha1.DatabaseBackup{}, handler.EnqueueRequestsFromMapFunc(databaseOfBackup)).
+		// A primary whose node starts being drained is handed over.
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(r.databasesWithPrimaryOn), builder.WithPredicates(drainChanged{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: maxConcurrentReconciles}).
 		WithLogConstructor(reconcileLogger(mgr.GetLogger(), "database", dbpilotv1alpha1.GroupVersion.WithKind("Database"),
 			func(req reconcile.Request) string { return req.Name })).

@@ -85,6 +85,12 @@ type scope struct {
 	// resizeHeld says why a lone pod whose in-place resize was refused
 	// runs on at its tier (holdRefusedResize); empty when none is held.
 	resizeHeld string
+	// drainingNodes tells, by name, which of the pods' nodes are being
+	// emptied; read by the switchover phase.
+	drainingNodes map[string]bool
+	// drainWait says why the primary's pod stays on a node being
+	// drained (its budget refuses the eviction); empty when it does not.
+	drainWait string
 	// rolloutHandover is the pod a rollout needs the primary handed over
 	// to before it restarts the primary's pod; empty when none.
 	rolloutHandover string

@@ -97,6 +97,7 @@ func (r *DatabaseReconciler) writeStatus(ctx context.Context, s *scope, reconcil
 		exposeProblem:            s.exposeProblem,
 		hibernationHold:          s.hibernationHold,
 		resizeHeld:               s.resizeHeld,
+		drainWait:                s.drainWait,
 		predecessorPending:       s.predecessorPending,
 		reconcileErr:             reconcileErr,
 		degradingErr:             r.failures.degrading(client.ObjectKeyFromObject(s.db), reconcileErr, r.clock().Now()),

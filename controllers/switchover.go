@@ -27,8 +27,9 @@ const catchUpTimeout = 30 * time.Second
 // why: the user's dbpilot.io/switchover-to annotation (requested); a
 // hibernation (the pod of ordinal 0, which starts first on resume); a
 // scale down that would remove the primary's ordinal (the most advanced
-// replica that stays); a rollout about to restart the primary's pod. ""
-// when no switchover is wanted.
+// replica that stays); the primary's node being drained (the most advanced
+// replica on another node, when one can take over); a rollout about to
+// restart the primary's pod. "" when no switchover is wanted.
 func switchoverTarget(s *scope) (target, why string, requested bool) {
 	if name := s.db.Annotations[dbpilotv1alpha1.AnnotationSwitchoverTo]; name != "" {
 		return name, "requested with the " + dbpilotv1alpha1.AnnotationSwitchoverTo + " annotation", true
@@ -49,6 +50,11 @@ func switchoverTarget(s *scope) (target, why string, requested bool) {
 		}
 		return chooseCandidate(s.db.Spec.Engine, staying, s.instances, d.Primary),
 			fmt.Sprintf("spec.replicas %d removes the primary's pod", s.db.EffectiveReplicas()), false
+	}
+	if node := primaryDrained(s); node != "" {
+		if target := chooseCandidate(s.db.Spec.Engine, podsOffDrainingNodes(s.pods, s.drainingNodes), s.instances, d.Primary); target != "" {
+			return target, fmt.Sprintf("the primary's node %s is being drained", node), false
+		}
 	}
 	if s.rolloutHandover != "" {
 		return s.rolloutHandover, "a rollout is about to restart the primary's pod", false
@@ -81,7 +87,19 @@ func (r *DatabaseReconciler) primaryPlace(ctx context.Context, s *scope) primary
 // Event naming why, and its annotation removed.
 func (r *DatabaseReconciler) switchOver(ctx context.Context, s *scope) (time.Duration, error) {
 	d := s.designation
+	if d != nil && d.FormerPrimary == "" && failsOver(s.db) {
+		draining, err := r.drainingNodes(ctx, s.pods)
+		if err != nil {
+			return 0, err
+		}
+		s.drainingNodes = draining
+	}
 	target, why, requested := switchoverTarget(s)
+	drained := primaryDrained(s)
+	if drained != "" && (target == "" || target == d.Primary) {
+		s.drainWait = fmt.Sprintf("the primary %s's node %s is being drained: its eviction waits until a caught-up replica on another node can take over, and none can yet", d.Primary, drained)
+		return 5 * time.Second, nil
+	}
 	if d == nil || target == "" || d.FormerPrimary != "" {
 		return 0, nil
 	}
@@ -101,6 +119,9 @@ func (r *DatabaseReconciler) switchOver(ctx context.Context, s *scope) (time.Dur
 			r.Recorder.Eventf(db, nil, corev1.EventTypeWarning, dbpilotv1alpha1.EventReasonSwitchoverRefused, "SwitchOver",
 				"Switchover to %s refused: %s", target, why)
 			return 0, r.forgetSwitchoverRequest(ctx, db, requested)
+		}
+		if drained != "" {
+			s.drainWait = fmt.Sprintf("the primary %s's node %s is being drained: its eviction waits for a switchover to %s, which cannot take over yet: %s", d.Primary, drained, target, why)
 		}
 		return 5 * time.Second, nil
 	}

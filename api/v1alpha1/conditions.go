@@ -87,6 +87,11 @@ const ReasonSchedulingInvalid = "SchedulingInvalid"
 // alone.
 const ReasonServiceConflict = "ServiceConflict"
 
+// ReasonDraining (Progressing) says the primary's node is being drained
+// and its pod waits there, its eviction refused by its budget, until a
+// replica on another node can take over.
+const ReasonDraining = "Draining"
+
 // ReasonHibernating (Progressing) says spec.hibernate is true and pods
 // still run; ReasonHibernated (Available, Progressing) says none does.
 const (

@@ -56,6 +56,11 @@ func (d *Database) SynchronousReplicas() int32 {
 // PodDisruptionBudgetName is the PodDisruptionBudget of the Database's pods.
 func (d *Database) PodDisruptionBudgetName() string { return d.Name }
 
+// PrimaryPodDisruptionBudgetName is the budget that keeps the primary. The
+// dot keeps it apart from every Database's own budget name, which has
+// none (metadata.name is a DNS label).
+func (d *Database) PrimaryPodDisruptionBudgetName() string { return d.Name + ".primary" }
+
 // VolumeClaimTemplateName is the name of the data volume in the pod template;
 // PVCs are named <template>-<statefulset>-<ordinal>.
 func (d *Database) VolumeClaimTemplateName() string { return "data" }

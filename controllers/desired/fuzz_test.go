@@ -41,7 +41,7 @@ func FuzzBuilders(f *testing.F) {
 		children := map[string]metav1.Object{}
 		for _, obj := range []any{
 			desired.ConfigMap(db), desired.HeadlessService(db), desired.ReadWriteService(db),
-			desired.ReadOnlyService(db, db.EffectiveReplicas()), sts, desired.PodDisruptionBudget(db),
+			desired.ReadOnlyService(db, db.EffectiveReplicas()), sts, desired.PodDisruptionBudget(db, db.EffectiveReplicas()),
 			desired.BackupClaim(db), desired.DesignationConfigMap(db),
 			desired.CredentialsSecret(db, desired.Credentials{Password: "p", SuperuserPassword: "s"}),
 			desired.ReplicationSecret(db, desired.InternalPasswords{Replication: "r", Monitoring: "m"}),

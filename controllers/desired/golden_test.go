@@ -114,7 +114,10 @@ func TestGolden(t *testing.T) {
 				objects = append(objects, desired.BackupClaim(db))
 			}
 			if desired.NeedsPodDisruptionBudget(db.EffectiveReplicas()) {
-				objects = append(objects, desired.PodDisruptionBudget(db))
+				objects = append(objects, desired.PodDisruptionBudget(db, db.EffectiveReplicas()))
+			}
+			if desired.NeedsPrimaryPodDisruptionBudget(db, db.EffectiveReplicas()) {
+				objects = append(objects, desired.PrimaryPodDisruptionBudget(db))
 			}
 			var got []byte
 			for _, obj := range objects {

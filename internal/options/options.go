@@ -25,6 +25,7 @@ import (
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
 	"github.com/dbpilot/dbpilot/autopilot"
 	"github.com/dbpilot/dbpilot/controllers"
+	"github.com/dbpilot/dbpilot/internal/nodedrain"
 )
 
 // WatchNamespaceEnv is the environment variable OLM fills from the
@@ -229,6 +230,9 @@ func (o *Options) ManagerOptions() (ctrl.Options, error) {
 			&corev1.Service{}:               {Label: managed, Transform: owned},
 			&appsv1.StatefulSet{}:           {Label: managed, Transform: owned},
 			&policyv1.PodDisruptionBudget{}: {Label: managed, Transform: owned},
+			// Every node, trimmed to what tells a drain: the primary's
+			// node being emptied starts a switchover.
+			&corev1.Node{}: {Transform: nodedrain.TransformForCache},
 		},
 	}
 	if namespaces := o.Namespaces(); len(namespaces) > 0 {

@@ -51,7 +51,7 @@ func TestRandomSpecsDryRun(t *testing.T) {
 		sts := desired.StatefulSet(db, desired.StatefulSetOptions{Images: images})
 		applied := []runtime.ApplyConfiguration{
 			desired.ConfigMap(db), desired.HeadlessService(db), desired.ReadWriteService(db),
-			desired.ReadOnlyService(db, db.EffectiveReplicas()), desired.PodDisruptionBudget(db), sts,
+			desired.ReadOnlyService(db, db.EffectiveReplicas()), desired.PodDisruptionBudget(db, db.EffectiveReplicas()), sts,
 		}
 		if db.CreatesBackupClaim() {
 			applied = append(applied, desired.BackupClaim(db))

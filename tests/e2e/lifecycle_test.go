@@ -111,9 +111,15 @@ func TestScaleUpAndDownKeepsVolumes(t *testing.T) {
 	ro := &corev1.Service{}
 	g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "inventory-ro"}, ro)).To(Succeed())
 	g.Expect(ro.Spec.Selector).To(HaveKeyWithValue(dbpilotv1alpha1.LabelRole, dbpilotv1alpha1.RoleReplica))
+	// The replicas' budget keeps one of the two; the primary's keeps it.
 	pdb := &policyv1.PodDisruptionBudget{}
 	g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "inventory"}, pdb)).To(Succeed())
-	g.Expect(pdb.Spec.MaxUnavailable.IntValue()).To(Equal(1))
+	g.Expect(pdb.Spec.MinAvailable.IntValue()).To(Equal(1))
+	g.Expect(pdb.Spec.Selector.MatchLabels).To(HaveKeyWithValue(dbpilotv1alpha1.LabelRole, dbpilotv1alpha1.RoleReplica))
+	primaryBudget := &policyv1.PodDisruptionBudget{}
+	g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: db.PrimaryPodDisruptionBudgetName()}, primaryBudget)).To(Succeed())
+	g.Expect(primaryBudget.Spec.MinAvailable.IntValue()).To(Equal(1))
+	g.Expect(primaryBudget.Spec.Selector.MatchLabels).To(HaveKeyWithValue(dbpilotv1alpha1.LabelRole, dbpilotv1alpha1.RolePrimary))
 	g.Eventually(func(g Gomega) {
 		g.Expect(eventReasons(g, db)).To(ContainElement(dbpilotv1alpha1.EventReasonScaled))
 	}, 30*time.Second, pollInterval).Should(Succeed())
@@ -125,6 +131,9 @@ func TestScaleUpAndDownKeepsVolumes(t *testing.T) {
 	g.Eventually(func() bool {
 		return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "inventory"}, pdb))
 	}, convergeTimeout, pollInterval).Should(BeTrue(), "PDB removed at one pod")
+	g.Eventually(func() bool {
+		return apierrors.IsNotFound(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: db.PrimaryPodDisruptionBudgetName()}, primaryBudget))
+	}, convergeTimeout, pollInterval).Should(BeTrue(), "the primary's PDB removed at one pod")
 }
 
 // TestTierChangeRollsReplicasFirst moves a 3-pod Database from small to large

@@ -244,6 +244,7 @@ func TestCSVPermissionsAreNotWider(t *testing.T) {
 		{"create", "coordination.k8s.io", "leases", own}, {"create", "authentication.k8s.io", "tokenreviews", ""},
 		{"list", "storage.k8s.io", "storageclasses", ""}, {"watch", "storage.k8s.io", "storageclasses", ""},
 		{"get", "scheduling.k8s.io", "priorityclasses", ""}, {"watch", "scheduling.k8s.io", "priorityclasses", ""},
+		{"list", "", "nodes", ""}, {"watch", "", "nodes", ""},
 	}
 	// The API server authorizes from its own cache of the RBAC objects
 	// just created: what is allowed may take a moment to be. Once it is,
@@ -265,7 +266,7 @@ func TestCSVPermissionsAreNotWider(t *testing.T) {
 	}
 	denied := [][4]string{
 		{"delete", "", "secrets", own}, {"create", "", "pods", own}, {"delete", "", "namespaces", ""},
-		{"create", "rbac.authorization.k8s.io", "clusterroles", ""}, {"get", "", "nodes", ""},
+		{"create", "rbac.authorization.k8s.io", "clusterroles", ""}, {"patch", "", "nodes", ""}, {"delete", "", "nodes", ""},
 		{"create", "dbpilot.io", "databases", own}, {"delete", "", "persistentvolumes", ""},
 		{"create", "coordination.k8s.io", "leases", "shop"}, {"create", "apps", "deployments", own},
 		{"deletecollection", "dbpilot.io", "databasebackups", own}, {"delete", "storage.k8s.io", "storageclasses", ""},

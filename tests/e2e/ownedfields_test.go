@@ -113,7 +113,7 @@ func TestCachedOwnedFieldsMatchEveryChild(t *testing.T) {
 				{&appsv1.StatefulSet{}, func() runtime.ApplyConfiguration {
 					return desired.StatefulSet(db, desired.StatefulSetOptions{Images: images, Partition: 1})
 				}},
-				{&policyv1.PodDisruptionBudget{}, func() runtime.ApplyConfiguration { return desired.PodDisruptionBudget(db) }},
+				{&policyv1.PodDisruptionBudget{}, func() runtime.ApplyConfiguration { return desired.PodDisruptionBudget(db, db.EffectiveReplicas()) }},
 			}
 			for _, child := range children {
 				applied := child.build()

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
+	policyv1ac "k8s.io/client-go/applyconfigurations/policy/v1"
 	"k8s.io/client-go/kubernetes"
 
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
@@ -50,8 +51,8 @@ func rawSecret(s *corev1.Secret) *corev1.Secret {
 // generated Secrets (the certificate authorities, the server certificate
 // and the application user's client certificate issued as the operator
 // issues them), the designation and engine ConfigMaps, the three
-// Services, the StatefulSet and, when the Database needs one, the
-// PodDisruptionBudget. The objects come from the operator's own builders,
+// Services, the StatefulSet and, when the Database needs them, the
+// PodDisruptionBudgets. The objects come from the operator's own builders,
 // so both runs ask the cluster for the same work.
 func createRawChildren(ctx context.Context, cs kubernetes.Interface, db *dbpilotv1alpha1.Database, images imagecatalog.Catalog) error {
 	create := metav1.CreateOptions{FieldManager: rawFieldManager}
@@ -121,8 +122,14 @@ func createRawChildren(ctx context.Context, cs kubernetes.Interface, db *dbpilot
 	if _, err := cs.AppsV1().StatefulSets(db.Namespace).Apply(ctx, sts, apply); err != nil {
 		return fmt.Errorf("StatefulSet: %w", err)
 	}
+	budgets := []*policyv1ac.PodDisruptionBudgetApplyConfiguration{}
 	if desired.NeedsPodDisruptionBudget(replicas) {
-		pdb := desired.PodDisruptionBudget(db)
+		budgets = append(budgets, desired.PodDisruptionBudget(db, replicas))
+	}
+	if desired.NeedsPrimaryPodDisruptionBudget(db, replicas) {
+		budgets = append(budgets, desired.PrimaryPodDisruptionBudget(db))
+	}
+	for _, pdb := range budgets {
 		pdb.OwnerReferences = nil
 		pdb.Labels = relabelled(pdb.Labels)
 		pdb.Spec.Selector = metav1ac.LabelSelector().WithMatchLabels(relabelled(pdb.Spec.Selector.MatchLabels))
