@@ -66,6 +66,13 @@ func primaryDrained(s *scope) string {
 	return pod.Spec.NodeName
 }
 
+// onDrainingNode reports whether the named pod runs on a node being
+// emptied.
+func onDrainingNode(s *scope, name string) bool {
+	pod := podNamed(s.pods, name)
+	return pod != nil && s.drainingNodes[pod.Spec.NodeName]
+}
+
 // podsOffDrainingNodes are the pods placed on nodes not being emptied.
 func podsOffDrainingNodes(pods []corev1.Pod, draining map[string]bool) []corev1.Pod {
 	var off []corev1.Pod

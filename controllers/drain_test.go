@@ -49,6 +49,31 @@ func TestADrainedPrimaryIsHandedToAReplicaElsewhere(t *testing.T) {
 	}
 }
 
+func TestARolloutHandsNoPrimaryToADrainedNode(t *testing.T) {
+	on := func(name, node string) corev1.Pod {
+		pod := readyPod(name, true)
+		pod.Spec.NodeName = node
+		return pod
+	}
+	pods := []corev1.Pod{on("db-0", "a"), on("db-1", "b")}
+	for _, tc := range []struct {
+		name     string
+		draining map[string]bool
+		want     string
+	}{
+		{"no drain", map[string]bool{}, "db-0"},
+		{"the handover's node drained", map[string]bool{"a": true}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &scope{db: testDatabase(2), pods: pods, drainingNodes: tc.draining, rolloutHandover: "db-0",
+				designation: &designation.Designation{Primary: "db-1", Epoch: 2}}
+			if target, why, _ := switchoverTarget(s); target != tc.want {
+				t.Errorf("switchoverTarget = %q (%s), want %q", target, why, tc.want)
+			}
+		})
+	}
+}
+
 func TestDrainChangedOnlyWhenDrainingDoes(t *testing.T) {
 	node := func(unschedulable bool, label string) *corev1.Node {
 		n := &corev1.Node{Spec: corev1.NodeSpec{Unschedulable: unschedulable}}
