@@ -467,7 +467,7 @@ func (w *chaosWorld) lostClaims(g Gomega) []string {
 
 // orphans lists dbpilot's objects whose owner Database is gone, objects
 // with no owner that no deletion retained, and kinds of child a Database
-// has more than one of.
+// has more of than it should.
 func (w *chaosWorld) orphans(g Gomega) []string {
 	ctx := context.Background()
 	databases := &dbpilotv1alpha1.DatabaseList{}
@@ -502,9 +502,11 @@ func (w *chaosWorld) orphans(g Gomega) []string {
 				perOwner[string(ref.UID)]++
 			}
 		}
-		if kind == "StatefulSet" || kind == "PodDisruptionBudget" {
+		// One StatefulSet; two budgets at most (the replicas' and the
+		// primary's).
+		if most, ok := map[string]int{"StatefulSet": 1, "PodDisruptionBudget": 2}[kind]; ok {
 			for owner, n := range perOwner {
-				if n > 1 {
+				if n > most {
 					orphans = append(orphans, fmt.Sprintf("%d of kind %s for %s", n, kind, owner))
 				}
 			}
