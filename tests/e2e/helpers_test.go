@@ -100,6 +100,16 @@ func podsOf(g Gomega, db *dbpilotv1alpha1.Database) []corev1.Pod {
 	return pods.Items
 }
 
+// podUIDs maps the Database's pods, by name, to their UIDs: a pod
+// recreated under the same name has another.
+func podUIDs(g Gomega, db *dbpilotv1alpha1.Database) map[string]string {
+	uids := map[string]string{}
+	for _, pod := range podsOf(g, db) {
+		uids[pod.Name] = string(pod.UID)
+	}
+	return uids
+}
+
 // claimNames lists the names of the Database's PersistentVolumeClaims.
 func claimNames(g Gomega, db *dbpilotv1alpha1.Database) []string {
 	claims := &corev1.PersistentVolumeClaimList{}

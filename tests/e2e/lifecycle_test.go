@@ -150,10 +150,7 @@ func TestTierChangeRollsReplicasFirst(t *testing.T) {
 	db.Spec.Replicas = ptr.To[int32](3)
 	g.Expect(k8sClient.Create(ctx, db)).To(Succeed())
 	waitConverged(g, db)
-	before := map[string]string{}
-	for _, pod := range podsOf(g, db) {
-		before[pod.Name] = string(pod.UID)
-	}
+	before := podUIDs(g, db)
 
 	versions := watchVersions(t, g, db)
 	statefulSets := watchNamed[*appsStatefulSet](t, g, &appsStatefulSetList{}, ns, db.StatefulSetName())

@@ -27,10 +27,7 @@ func TestRestartOnRequestRollsThePrimaryLast(t *testing.T) {
 	db.Spec.Replicas = ptr.To[int32](3)
 	g.Expect(k8sClient.Create(ctx, db)).To(Succeed())
 	waitConverged(g, db)
-	before := map[string]string{}
-	for _, pod := range podsOf(g, db) {
-		before[pod.Name] = string(pod.UID)
-	}
+	before := podUIDs(g, db)
 	// kwok runs no instance program, so the primary dbpilot designates at
 	// ordinal 0 stays there: no replica reports it can take over.
 	primary := db.PodName(0)
@@ -75,10 +72,7 @@ func TestRestartOnRequestRollsThePrimaryLast(t *testing.T) {
 	// Removing the annotation restarts nothing. A change that reaches no
 	// pod goes with it, so the Database's observed generation says when
 	// the operator has seen both.
-	restarted := map[string]string{}
-	for _, pod := range podsOf(g, db) {
-		restarted[pod.Name] = string(pod.UID)
-	}
+	restarted := podUIDs(g, db)
 	hash := statefulSetOf(g, db).Annotations[desired.AnnotationTemplateHash]
 	update(g, db, func(db *dbpilotv1alpha1.Database) {
 		delete(db.Annotations, dbpilotv1alpha1.AnnotationRestart)

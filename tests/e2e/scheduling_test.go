@@ -105,10 +105,7 @@ func TestSchedulingPlacesPodsAndSaysWhyNot(t *testing.T) {
 		nodes[pod.Spec.NodeName] = pod.Name
 	}
 	g.Expect(nodes).To(HaveLen(2), "one pod on each node")
-	before := map[string]string{}
-	for _, pod := range podsOf(g, db) {
-		before[pod.Name] = string(pod.UID)
-	}
+	before := podUIDs(g, db)
 
 	// No node is left for a third pod.
 	update(g, db, func(d *dbpilotv1alpha1.Database) { d.Spec.Replicas = ptr.To[int32](3) })
