@@ -60,6 +60,10 @@ var (
 		Name: "dbpilot_database_hibernated",
 		Help: "1 while a Database hibernates (spec.hibernate: its pods stop on purpose, and no backup runs); absent otherwise.",
 	}, []string{"namespace", "database"})
+	primaryDrainWaiting = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "dbpilot_primary_drain_waiting",
+		Help: "1 while a Database's primary runs on a node being drained and no replica on another node can take over yet, so its budget holds the drain back; absent otherwise.",
+	}, []string{"namespace", "database", "node"})
 )
 
 // The controller label of the reconcile series: the names the controllers
@@ -75,7 +79,7 @@ var registerOnce sync.Once
 // which the manager serves; once per process, however many managers it runs.
 func RegisterMetrics() (err error) {
 	registerOnce.Do(func() {
-		for _, c := range []prometheus.Collector{reconcileDuration, reconcileErrors, failovers, autopilotDecisions, autopilotHolding, databaseHibernated, backupLastSuccess, backupLastFailure, serverCertificateExpiry, clientCertificateExpiry, databasePhases} {
+		for _, c := range []prometheus.Collector{reconcileDuration, reconcileErrors, failovers, autopilotDecisions, autopilotHolding, databaseHibernated, primaryDrainWaiting, backupLastSuccess, backupLastFailure, serverCertificateExpiry, clientCertificateExpiry, databasePhases} {
 			if err = metrics.Registry.Register(c); err != nil {
 				return
 			}
@@ -106,6 +110,7 @@ func forgetDatabaseMetrics(key types.NamespacedName) {
 	databasePhases.forget(key)
 	setAutopilotHolding(key, "")
 	setHibernated(key, false)
+	setDrainWaiting(key, "")
 	setBackupTimes(key, "", nil, nil)
 	setServerCertificateExpiry(key, &corev1.Secret{})
 	setClientCertificateExpiry(key, &corev1.Secret{}, &corev1.Secret{})
@@ -129,6 +134,15 @@ func setHibernated(key types.NamespacedName, hibernates bool) {
 		return
 	}
 	databaseHibernated.DeleteLabelValues(key.Namespace, key.Name)
+}
+
+// setDrainWaiting keeps dbpilot_primary_drain_waiting to the node whose
+// drain the Database's primary holds back, or none.
+func setDrainWaiting(key types.NamespacedName, node string) {
+	primaryDrainWaiting.DeletePartialMatch(prometheus.Labels{"namespace": key.Namespace, "database": key.Name})
+	if node != "" {
+		primaryDrainWaiting.WithLabelValues(key.Namespace, key.Name, node).Set(1)
+	}
 }
 
 // setBackupTimes keeps dbpilot_backup_last_success_timestamp_seconds and

@@ -88,9 +88,10 @@ type scope struct {
 	// drainingNodes tells, by name, which of the pods' nodes are being
 	// emptied; read by the switchover phase.
 	drainingNodes map[string]bool
-	// drainWait says why the primary's pod stays on a node being
-	// drained (its budget refuses the eviction); empty when it does not.
-	drainWait string
+	// drainWait says why the primary's pod stays on drainWaitNode, a
+	// node being drained (its budget refuses the eviction); both empty
+	// when it does not.
+	drainWait, drainWaitNode string
 	// rolloutHandover is the pod a rollout needs the primary handed over
 	// to before it restarts the primary's pod; empty when none.
 	rolloutHandover string

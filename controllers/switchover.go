@@ -99,6 +99,7 @@ func (r *DatabaseReconciler) switchOver(ctx context.Context, s *scope) (time.Dur
 	drained := primaryDrained(s)
 	if drained != "" && (target == "" || target == d.Primary) {
 		s.drainWait = fmt.Sprintf("the primary %s's node %s is being drained: its eviction waits until a caught-up replica on another node can take over, and none can yet", d.Primary, drained)
+		s.drainWaitNode = drained
 		return 5 * time.Second, nil
 	}
 	if d == nil || target == "" || d.FormerPrimary != "" {
@@ -123,6 +124,7 @@ func (r *DatabaseReconciler) switchOver(ctx context.Context, s *scope) (time.Dur
 		}
 		if drained != "" {
 			s.drainWait = fmt.Sprintf("the primary %s's node %s is being drained: its eviction waits for a switchover to %s, which cannot take over yet: %s", d.Primary, drained, target, why)
+			s.drainWaitNode = drained
 		}
 		return 5 * time.Second, nil
 	}

@@ -23,8 +23,8 @@ import (
 // cordoning the primary's node (as `kubectl drain` does first) makes the
 // operator look for a replica on another node to hand the primary to:
 // kwok runs no instance program, so none reports it can, and Progressing
-// says the eviction waits (Draining) until the node is uncordoned. The
-// replica's eviction goes through.
+// says the eviction waits (Draining), as does dbpilot_primary_drain_waiting,
+// until the node is uncordoned. The replica's eviction goes through.
 func TestADrainWaitsForThePrimaryToMove(t *testing.T) {
 	t.Parallel()
 	g := NewWithT(t)
@@ -82,8 +82,13 @@ func TestADrainWaitsForThePrimaryToMove(t *testing.T) {
 	}, convergeTimeout, pollInterval).Should(Succeed())
 	err = evict(primary)
 	g.Expect(apierrors.IsTooManyRequests(err)).To(BeTrue(), "evicting the primary of a drained node before it moved: %v", err)
+	waiting := map[string]string{"namespace": ns, "database": db.Name, "node": node}
+	g.Expect(gathered(g, "dbpilot_primary_drain_waiting", waiting)).To(Equal(1.0), "the PrimaryDrainBlocked alert's series")
 
 	cordon(false)
 	waitConverged(g, db)
+	g.Eventually(func(g Gomega) {
+		g.Expect(gathered(g, "dbpilot_primary_drain_waiting", map[string]string{"namespace": ns, "database": db.Name})).To(BeZero())
+	}, convergeTimeout, pollInterval).Should(Succeed(), "the series gone once the node is uncordoned")
 	g.Expect(evict(replica)).To(Succeed(), "the replica's eviction")
 }
