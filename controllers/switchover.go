@@ -97,7 +97,7 @@ func (r *DatabaseReconciler) switchOver(ctx context.Context, s *scope) (time.Dur
 	}
 	target, why, requested := switchoverTarget(s)
 	drained := primaryDrained(s)
-	if drained != "" && (target == "" || target == d.Primary) {
+	if drained != "" && target == "" {
 		s.drainWait = fmt.Sprintf("the primary %s's node %s is being drained: its eviction waits until a caught-up replica on another node can take over, and none can yet", d.Primary, drained)
 		s.drainWaitNode = drained
 		return 5 * time.Second, nil

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
@@ -32,6 +33,9 @@ type S3Config struct {
 	// CA is a PEM bundle that signs the endpoint's certificate; empty: the
 	// system's roots.
 	CA []byte
+	// IdleTimeout fails a connection that has moved no byte for that
+	// long; zero: DefaultIdleTimeout.
+	IdleTimeout time.Duration
 }
 
 // S3 is a Store in a bucket, through the MinIO client (which speaks to any
@@ -62,6 +66,11 @@ func NewS3(cfg S3Config) (*S3, error) {
 	if err != nil {
 		return nil, err
 	}
+	idle := cfg.IdleTimeout
+	if idle <= 0 {
+		idle = DefaultIdleTimeout
+	}
+	transport.DialContext = idleDialer(transport.DialContext, idle)
 	if len(cfg.CA) > 0 {
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(cfg.CA) {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dbpilot/dbpilot/internal/localcluster"
 	"github.com/dbpilot/dbpilot/internal/objectstore"
@@ -158,5 +159,79 @@ func TestS3OverTLSWithCA(t *testing.T) {
 	}
 	if _, err := objectstore.NewS3(objectstore.S3Config{Endpoint: server.Endpoint, Bucket: "backups", CA: []byte("not pem")}); err == nil {
 		t.Fatal("a CA bundle without a certificate was accepted")
+	}
+}
+
+// freezingReader serves n zero bytes and freezes the server once after
+// the first at bytes have been read.
+type freezingReader struct {
+	n, at, read int64
+	freeze      func()
+	frozen      bool
+}
+
+func (r *freezingReader) Read(b []byte) (int, error) {
+	if r.read >= r.n {
+		return 0, io.EOF
+	}
+	if !r.frozen && r.read >= r.at {
+		r.frozen = true
+		r.freeze()
+	}
+	n := int64(len(b))
+	if left := r.n - r.read; n > left {
+		n = left
+	}
+	clear(b[:n])
+	r.read += n
+	return int(n), nil
+}
+
+// TestS3FailsAStoreThatHangs freezes the S3 server (SIGSTOP: its
+// connections stay open, and a write to it blocks once the buffers are
+// full) while an upload streams to it: the upload fails once each attempt
+// has moved no byte for the idle timeout (a second here), instead of
+// waiting for ever. Thawed, the store takes the next upload.
+func TestS3FailsAStoreThatHangs(t *testing.T) {
+	ctx := context.Background()
+	binDir, err := localcluster.DefaultBinDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	server, err := s3server.Start(ctx, s3server.Config{Binary: filepath.Join(binDir, "versitygw")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(server.Stop)
+	if err := server.CreateBucket(ctx, "backups"); err != nil {
+		t.Fatal(err)
+	}
+	s3, err := objectstore.NewS3(objectstore.S3Config{Endpoint: server.Endpoint, Bucket: "backups",
+		AccessKeyID: server.AccessKey, SecretAccessKey: server.SecretKey, IdleTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	body := &freezingReader{n: 64 << 20, at: 20 << 20, freeze: func() {
+		if err := server.Freeze(); err != nil {
+			t.Error(err)
+		}
+	}}
+	t.Cleanup(func() { _ = server.Thaw() })
+	// The bound only ends the test if the upload waits for ever.
+	bounded, cancel := context.WithTimeout(ctx, 90*time.Second)
+	defer cancel()
+	started := time.Now()
+	err = s3.Put(bounded, "base.tar.gz", body)
+	took := time.Since(started)
+	if err == nil || bounded.Err() != nil {
+		t.Fatalf("upload to a store that hangs: %v after %s (bound: %v), want it failed on its own", err, took.Round(time.Millisecond), bounded.Err())
+	}
+	t.Logf("upload to a frozen store failed after %s: %v", took.Round(time.Millisecond), err)
+
+	if err := server.Thaw(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s3.Put(ctx, "after", strings.NewReader("thawed")); err != nil {
+		t.Fatalf("upload once thawed: %v", err)
 	}
 }
