@@ -15,23 +15,31 @@ import (
 	"github.com/dbpilot/dbpilot/internal/s3server"
 )
 
+// startS3 runs versitygw (over TLS, with its own CA, when tls is set) with
+// a bucket named backups, stopped when the test ends.
+func startS3(t *testing.T, tls bool) *s3server.Server {
+	t.Helper()
+	binDir, err := localcluster.DefaultBinDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	server, err := s3server.Start(context.Background(), s3server.Config{Binary: filepath.Join(binDir, "versitygw"), TLS: tls})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(server.Stop)
+	if err := server.CreateBucket(context.Background(), "backups"); err != nil {
+		t.Fatal(err)
+	}
+	return server
+}
+
 // TestStores runs the same round trip against a directory and a real S3
 // server (versitygw): put, stat, list, get, replace, delete, and the errors
 // for missing objects and a missing bucket.
 func TestStores(t *testing.T) {
 	ctx := context.Background()
-	binDir, err := localcluster.DefaultBinDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	server, err := s3server.Start(ctx, s3server.Config{Binary: filepath.Join(binDir, "versitygw")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(server.Stop)
-	if err := server.CreateBucket(ctx, "backups"); err != nil {
-		t.Fatal(err)
-	}
+	server := startS3(t, false)
 	s3, err := objectstore.NewS3(objectstore.S3Config{Endpoint: server.Endpoint, Bucket: "backups", Prefix: "/team/orders/",
 		AccessKeyID: server.AccessKey, SecretAccessKey: server.SecretKey})
 	if err != nil {
@@ -128,18 +136,7 @@ func roundTrip(ctx context.Context, t *testing.T, store objectstore.Store) {
 // certificate.
 func TestS3OverTLSWithCA(t *testing.T) {
 	ctx := context.Background()
-	binDir, err := localcluster.DefaultBinDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	server, err := s3server.Start(ctx, s3server.Config{Binary: filepath.Join(binDir, "versitygw"), TLS: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(server.Stop)
-	if err := server.CreateBucket(ctx, "backups"); err != nil {
-		t.Fatal(err)
-	}
+	server := startS3(t, true)
 	config := objectstore.S3Config{Endpoint: server.Endpoint, Bucket: "backups", AccessKeyID: server.AccessKey, SecretAccessKey: server.SecretKey}
 	withCA := config
 	withCA.CA = server.CA
@@ -194,18 +191,7 @@ func (r *freezingReader) Read(b []byte) (int, error) {
 // waiting for ever. Thawed, the store takes the next upload.
 func TestS3FailsAStoreThatHangs(t *testing.T) {
 	ctx := context.Background()
-	binDir, err := localcluster.DefaultBinDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	server, err := s3server.Start(ctx, s3server.Config{Binary: filepath.Join(binDir, "versitygw")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(server.Stop)
-	if err := server.CreateBucket(ctx, "backups"); err != nil {
-		t.Fatal(err)
-	}
+	server := startS3(t, false)
 	s3, err := objectstore.NewS3(objectstore.S3Config{Endpoint: server.Endpoint, Bucket: "backups",
 		AccessKeyID: server.AccessKey, SecretAccessKey: server.SecretKey, IdleTimeout: time.Second})
 	if err != nil {
