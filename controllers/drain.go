@@ -55,22 +55,20 @@ func (r *DatabaseReconciler) drainingNodes(ctx context.Context, pods []corev1.Po
 // primaryDrained is the node of the primary's pod when that node is being
 // emptied, "" otherwise.
 func primaryDrained(s *scope) string {
-	d := s.designation
-	if d == nil {
+	if s.designation == nil {
 		return ""
 	}
-	pod := podNamed(s.pods, d.Primary)
+	return drainingNodeOf(s, s.designation.Primary)
+}
+
+// drainingNodeOf is the node the named pod runs on when that node is
+// being emptied, "" otherwise.
+func drainingNodeOf(s *scope, name string) string {
+	pod := podNamed(s.pods, name)
 	if pod == nil || !s.drainingNodes[pod.Spec.NodeName] {
 		return ""
 	}
 	return pod.Spec.NodeName
-}
-
-// onDrainingNode reports whether the named pod runs on a node being
-// emptied.
-func onDrainingNode(s *scope, name string) bool {
-	pod := podNamed(s.pods, name)
-	return pod != nil && s.drainingNodes[pod.Spec.NodeName]
 }
 
 // podsOffDrainingNodes are the pods placed on nodes not being emptied.

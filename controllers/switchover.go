@@ -56,7 +56,7 @@ func switchoverTarget(s *scope) (target, why string, requested bool) {
 			return target, fmt.Sprintf("the primary's node %s is being drained", node), false
 		}
 	}
-	if s.rolloutHandover != "" && !onDrainingNode(s, s.rolloutHandover) {
+	if s.rolloutHandover != "" && drainingNodeOf(s, s.rolloutHandover) == "" {
 		// Not onto a node being drained: the drain would hand it back.
 		return s.rolloutHandover, "a rollout is about to restart the primary's pod", false
 	}
