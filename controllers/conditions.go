@@ -25,6 +25,7 @@ type observation struct {
 	statefulSetWritten int64
 	pods               []corev1.Pod
 	credentialsProblem string
+	usersProblem       string
 	tlsProblem         string
 	// clientCertificateProblem says why the application user's client
 	// certificate cannot be issued.
@@ -206,6 +207,8 @@ func buildConditions(db *dbpilotv1alpha1.Database, obs observation, current []me
 	switch {
 	case obs.credentialsProblem != "":
 		set(dbpilotv1alpha1.ConditionDegraded, metav1.ConditionTrue, dbpilotv1alpha1.ReasonCredentialsInvalid, obs.credentialsProblem)
+	case obs.usersProblem != "":
+		set(dbpilotv1alpha1.ConditionDegraded, metav1.ConditionTrue, dbpilotv1alpha1.ReasonUsersInvalid, obs.usersProblem)
 	case obs.tlsProblem != "":
 		set(dbpilotv1alpha1.ConditionDegraded, metav1.ConditionTrue, dbpilotv1alpha1.ReasonServerCertificateInvalid, obs.tlsProblem)
 	case obs.clientCertificateProblem != "":

@@ -175,6 +175,7 @@ func (r *DatabaseReconciler) reconcileNormal(ctx context.Context, s *scope) (ctr
 	phases := []phase{
 		r.reconcileCredentials,
 		r.reconcileReplicationSecret,
+		r.reconcileUsers,
 		r.reconcileMetricsSecret,
 		r.reconcileClientAuthority,
 		r.reconcileTLS,

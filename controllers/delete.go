@@ -19,6 +19,7 @@ import (
 // references.
 //   - Retain: every claim, the replication Secret, a generated
 //     credentials Secret (without which the data could not be opened), the
+//     Secrets of the users of spec.users, the
 //     certificate authority's Secret (which clients trust) and
 //     the designation (which volume holds the primary's data) are
 //     labelled with the Database's name and released from their owner, so
@@ -83,6 +84,9 @@ func (r *DatabaseReconciler) retainVolumes(ctx context.Context, db *dbpilotv1alp
 	generated := []string{db.ReplicationSecretName(), db.CertificateAuthoritySecretName(), db.ClientAuthoritySecretName()}
 	if db.GeneratesCredentials() {
 		generated = append(generated, db.CredentialsSecretName())
+	}
+	for _, u := range db.Spec.Users {
+		generated = append(generated, db.UserSecretName(u.Name))
 	}
 	for _, name := range generated {
 		secret := &corev1.Secret{}

@@ -45,6 +45,9 @@ type scope struct {
 	// certificate cannot be issued, in words safe to show; empty when
 	// fine.
 	clientCertificateProblem string
+	// usersProblem says which user of spec.users cannot be kept as
+	// written, naming the field; empty when fine.
+	usersProblem string
 	// tlsProblem says what is wrong with the user's server certificate
 	// Secret, in words safe to show; empty when fine.
 	tlsProblem string

@@ -90,6 +90,7 @@ func (r *DatabaseReconciler) writeStatus(ctx context.Context, s *scope, reconcil
 		statefulSetWritten:       s.statefulSetWritten,
 		pods:                     s.pods,
 		credentialsProblem:       s.credentialsProblem,
+		usersProblem:             s.usersProblem,
 		tlsProblem:               s.tlsProblem,
 		clientCertificateProblem: s.clientCertificateProblem,
 		volumeProblem:            s.volumeProblem,

@@ -88,6 +88,9 @@ type CredentialFiles struct {
 	Dir string
 	// MonitoringPasswordFile is the monitoring user's password; optional.
 	MonitoringPasswordFile string
+	// UsersFile lists the users of spec.users (layout.UsersFile);
+	// optional.
+	UsersFile string
 }
 
 // Probes configure the program's HTTP server.
@@ -329,6 +332,8 @@ func Run(ctx context.Context, engine Engine, files CredentialFiles, probes Probe
 	}
 	endpoints.setUsersApplied()
 	log.Info("engine ready, credentials applied")
+	kept := &managedUsers{file: files.UsersFile}
+	kept.follow(ctx, engine, creds.Username, log)
 
 	// The kubelet updates a mounted Secret's files in place: a changed
 	// Secret is applied to the running engine, without a restart (one
@@ -392,6 +397,9 @@ func Run(ctx context.Context, engine Engine, files CredentialFiles, probes Probe
 				}
 				cancel()
 			}
+			usersCtx, cancel := context.WithTimeout(ctx, credentialsPollInterval)
+			kept.follow(usersCtx, engine, creds.Username, log)
+			cancel()
 			latest, err := ReadCredentials(files.Dir, files.MonitoringPasswordFile)
 			if err != nil {
 				log.Error("reading the credentials", "error", err.Error())

@@ -77,6 +77,11 @@ const ReasonClientCertificateInvalid = "ClientCertificateInvalid"
 // value of spec.parameters, so its settings stay as they were.
 const ReasonParametersRefused = "ParametersRefused"
 
+// ReasonUsersInvalid (Degraded): a user of spec.users cannot be kept as
+// written (one named as the application user, a Secret of its that lost
+// its password); the message names the field. The other users are kept.
+const ReasonUsersInvalid = "UsersInvalid"
+
 // ReasonSchedulingInvalid (Degraded) says spec.scheduling names what does
 // not exist (its PriorityClass), so no pod could be created: the
 // StatefulSet keeps its former pods and template until it does.
@@ -203,3 +208,6 @@ const (
 	EventReasonClientCertificateAuthorityRenewed = "ClientCertificateAuthorityRenewed"
 	EventReasonCertificateAuthorityRenewalFailed = "CertificateAuthorityRenewalFailed"
 )
+
+// EventReasonUserRemoved: a user spec.users no longer lists was locked.
+const EventReasonUserRemoved = "UserRemoved"

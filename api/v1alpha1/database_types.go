@@ -186,6 +186,21 @@ type DatabaseSpec struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Credentials Secret",xDescriptors={"urn:alm:descriptor:io.kubernetes:Secret"}
 	CredentialsSecretName string `json:"credentialsSecretName,omitempty"`
 
+	// users are users dbpilot keeps in the engine besides the application
+	// user (for a report, a dashboard, another service), each with a
+	// password generated once into the Secret <name>-user-<user> (keys
+	// username and password; editing its password rotates it in the
+	// running engine). A user added is created on the primary within
+	// seconds of the Secret reaching the pods, without a restart; a user
+	// removed may no longer log in and its sessions end, while what it
+	// owns and its Secret are kept (adding it again lets it back in).
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=32
+	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Users"
+	Users []DatabaseUser `json:"users,omitempty"`
+
 	// backup schedules backups of the Database.
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=spec,displayName="Backup",xDescriptors={"urn:alm:descriptor:com.tectonic.ui:fieldGroup:backup"}

@@ -19,6 +19,10 @@ const (
 	// was deleted with deletionPolicy Retain; the value is the Database's name.
 	LabelRetainedFrom = "dbpilot.io/retained-from"
 
+	// LabelUser is on the Secret of a user of spec.users: the user's
+	// name.
+	LabelUser = "dbpilot.io/user"
+
 	// AnnotationConfigChecksum on the pod template is the checksum of the
 	// engine configuration, so a configuration change rolls the pods.
 	AnnotationConfigChecksum = "dbpilot.io/config-checksum"

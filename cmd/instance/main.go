@@ -117,6 +117,7 @@ func run(args []string, log *slog.Logger) error {
 	metricsAddress := flags.String("metrics-address", "", "where the engine metrics are served over HTTPS (e.g. :"+strconv.Itoa(layout.MetricsPort)+"); \"\": not served")
 	metricsTokenFile := flags.String("metrics-token-file", "", "the bearer token a metrics scraper must present (every scrape is refused without it)")
 	monitoringPasswordFile := flags.String("monitoring-password-file", "", "the monitoring user's password (no monitoring user without it)")
+	usersFile := flags.String("users-file", layout.UsersFile, "the users of spec.users the primary keeps (a JSON list; no users while it does not exist)")
 	requireTLS := flags.Bool("require-tls", false, "refuse network connections without TLS (with the certificate of --tls-dir mounted)")
 	requireClientCertificate := flags.Bool("require-client-certificate", false, "the application user logs in over the network only with a client certificate of its name, signed by the client authority of --tls-dir ("+layout.KeyClientCACert+"), besides its password")
 	tlsDir := flags.String("tls-dir", "", "the Database's server certificate ("+layout.KeyTLSCert+", "+layout.KeyTLSKey+", "+layout.KeyCACert+"), served by the engine when present; \"\": no TLS")
@@ -175,7 +176,7 @@ func run(args []string, log *slog.Logger) error {
 	if err := refuseNewPrimary(engine, r); err != nil {
 		return err
 	}
-	files := instance.CredentialFiles{Dir: *credentialsDir, MonitoringPasswordFile: *monitoringPasswordFile}
+	files := instance.CredentialFiles{Dir: *credentialsDir, MonitoringPasswordFile: *monitoringPasswordFile, UsersFile: *usersFile}
 	probes := instance.Probes{Address: *probeAddress, MaxReplicaLag: *maxReplicaLag, TLS: instance.TLS{Dir: *tlsDir},
 		Metrics: instance.MetricsEndpoint{Address: *metricsAddress, TokenFile: *metricsTokenFile, DataDir: *dataDir}}
 	membership := instance.Membership{Self: r.name, DesignationDir: *designationDir, StateDir: stateDir, Token: func() string { return r.password }}

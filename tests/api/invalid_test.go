@@ -89,6 +89,13 @@ func TestInvalidDatabasesAreRejected(t *testing.T) {
 		{name: "expose source ranges on a NodePort", spec: validSpec + "  expose: {readOnly: {type: NodePort, loadBalancerSourceRanges: [10.0.0.0/8]}}\n", wantField: "spec.expose.readOnly", wantText: "loadBalancerSourceRanges goes with type LoadBalancer only"},
 		{name: "expose source range not a CIDR", spec: validSpec + "  expose: {readWrite: {loadBalancerSourceRanges: [10.0.0.300/8]}}\n", wantField: "spec.expose.readWrite.loadBalancerSourceRanges", wantText: "are CIDRs"},
 		{name: "expose annotation of dbpilot's", spec: validSpec + "  expose: {readWrite: {annotations: {dbpilot.io/role: primary}}}\n", wantField: "spec.expose.readWrite.annotations", wantText: "under dbpilot.io/ are dbpilot's own"},
+		{name: "user of dbpilot's", spec: validSpec + "  users: [{name: dbpilot_monitoring}]\n", wantField: "spec.users[0].name", wantText: "dbpilot's own"},
+		{name: "user the engine keeps", spec: validSpec + "  users: [{name: report}, {name: postgres}]\n", wantField: "spec.users[1].name", wantText: "the engine's"},
+		{name: "user of a pg_ name", spec: validSpec + "  users: [{name: pg_reader}]\n", wantField: "spec.users[0].name", wantText: "starting with pg_"},
+		{name: "user name with a dash", spec: validSpec + "  users: [{name: report-reader}]\n", wantField: "spec.users[0].name", wantText: "should match"},
+		{name: "user name too long", spec: validSpec + "  users: [{name: a_user_name_longer_than_thirty_two_x}]\n", wantField: "spec.users[0].name", wantText: "may not be more than 32"},
+		{name: "user listed twice", spec: validSpec + "  users: [{name: report}, {name: report, access: ReadWrite}]\n", wantField: "spec.users[1]", wantText: "Duplicate value"},
+		{name: "user of unknown access", spec: validSpec + "  users: [{name: report, access: Admin}]\n", wantField: "spec.users[0].access", wantText: "Unsupported value"},
 		{name: "server alt name with an underscore", spec: validSpec + "  tls: {serverAltNames: [db_1.example.com]}\n", wantField: "spec.tls.serverAltNames", wantText: "each is a DNS name"},
 		{name: "server alt name a network", spec: validSpec + "  tls: {serverAltNames: [\"203.0.113.0/24\"]}\n", wantField: "spec.tls.serverAltNames", wantText: "or an IP address"},
 		{name: "server alt name twice", spec: validSpec + "  tls: {serverAltNames: [db.example.com, db.example.com]}\n", wantField: "spec.tls.serverAltNames[1]", wantText: "Duplicate value"},
@@ -188,6 +195,12 @@ func TestValidChangesAreAccepted(t *testing.T) {
 		"annotations": map[string]any{"sidecar.istio.io/inject": "false", "example.com/note": "any text: with spaces, \"quotes\" and\nlines"},
 	}, "spec", "podMetadata")).To(Succeed())
 	g.Expect(k8sClient.Update(ctx, obj)).To(Succeed(), "pod labels and annotations of the user's")
+	g.Expect(unstructured.SetNestedSlice(obj.Object, []any{
+		map[string]any{"name": "report"}, map[string]any{"name": "etl_loader", "access": "ReadWrite"}, map[string]any{"name": "_x9"},
+	}, "spec", "users")).To(Succeed())
+	g.Expect(k8sClient.Update(ctx, obj)).To(Succeed(), "users as an owner writes them")
+	users, _, _ := unstructured.NestedSlice(obj.Object, "spec", "users")
+	g.Expect(users[0].(map[string]any)["access"]).To(Equal("ReadOnly"), "access defaults to ReadOnly")
 	g.Expect(unstructured.SetNestedField(obj.Object, map[string]any{
 		"readWrite": map[string]any{"annotations": map[string]any{"service.beta.kubernetes.io/aws-load-balancer-internal": "true"}, "loadBalancerSourceRanges": []any{"203.0.113.0/24", "2001:db8::/32"}},
 		"readOnly":  map[string]any{"type": "NodePort"},

@@ -1,0 +1,57 @@
+package v1alpha1
+
+import "strings"
+
+// UserAccess is what a user of spec.users may do in the application
+// database.
+// +kubebuilder:validation:Enum=ReadOnly;ReadWrite
+type UserAccess string
+
+// The accesses of a user of spec.users. Neither changes the schema: the
+// application user owns it.
+const (
+	// UserAccessReadOnly reads every table's rows (PostgreSQL:
+	// pg_read_all_data, and its sessions are read-only by default;
+	// MariaDB/MySQL: SELECT on the application database).
+	UserAccessReadOnly UserAccess = "ReadOnly"
+	// UserAccessReadWrite also inserts, updates and deletes them
+	// (PostgreSQL: pg_write_all_data besides; MariaDB/MySQL: INSERT,
+	// UPDATE, DELETE besides).
+	UserAccessReadWrite UserAccess = "ReadWrite"
+)
+
+// DatabaseUser is a user dbpilot keeps in the engine besides the
+// application user, with a password it generates into the Secret
+// <name>-user-<user> (keys username and password; the name's _ become -).
+type DatabaseUser struct {
+	// name is the user's name in the engine: lowercase letters, digits
+	// and _, at most 32 characters, not one dbpilot or the engine keeps
+	// (postgres, root, mysql, public, none, a name starting with pg_ or
+	// dbpilot_) and not the application user's.
+	// +kubebuilder:validation:Pattern=`^[a-z_][a-z0-9_]*$`
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="!(self in ['postgres', 'root', 'mysql', 'public', 'none', 'current_user', 'session_user', 'current_role']) && !self.startsWith('pg_') && !self.startsWith('dbpilot_')",message="spec.users[].name: postgres, root, mysql, public, none, current_user, session_user, current_role and names starting with pg_ or dbpilot_ are the engine's or dbpilot's own"
+	Name string `json:"name"`
+
+	// access is what the user may do in the application database:
+	// ReadOnly (the default) reads every table's rows; ReadWrite also
+	// inserts, updates and deletes them. Neither changes the schema.
+	// +optional
+	// +kubebuilder:default=ReadOnly
+	Access UserAccess `json:"access,omitempty"`
+}
+
+// UserSecretName is the Secret of the password dbpilot generates for the
+// user of spec.users named user: a Secret's name holds no _, and a user's
+// name no -, so no two users share one.
+func (d *Database) UserSecretName(user string) string {
+	return d.Name + "-user-" + strings.ReplaceAll(user, "_", "-")
+}
+
+// UserAccessOrDefault is the user's access, ReadOnly when unset.
+func (u DatabaseUser) UserAccessOrDefault() UserAccess {
+	if u.Access == "" {
+		return UserAccessReadOnly
+	}
+	return u.Access
+}

@@ -1,0 +1,50 @@
+package desired
+
+import (
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+
+	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
+	"github.com/dbpilot/dbpilot/instance/layout"
+)
+
+// UserSecret is the Secret of a user of spec.users: its name and the
+// password dbpilot generated, created once like the credentials Secret
+// and never written again (editing its password rotates it).
+func UserSecret(db *dbpilotv1alpha1.Database, user, password string) *corev1.Secret {
+	secret := generatedSecret(db, db.UserSecretName(user), map[string][]byte{
+		SecretKeyUsername: []byte(user),
+		SecretKeyPassword: []byte(password),
+	})
+	secret.Labels[dbpilotv1alpha1.LabelUser] = user
+	return secret
+}
+
+// ManagedUsers are the users the pods keep in the engine, the replication
+// Secret's layout.KeyUsers: each user of spec.users whose password is in
+// passwords, with its access; each user of previous that spec.users no
+// longer lists, locked (so it may no longer log in, and stays locked
+// until it is listed again). A user listed without a password (its
+// Secret lost the key) stays as previous has it.
+func ManagedUsers(users []dbpilotv1alpha1.DatabaseUser, passwords map[string]string, previous []layout.ManagedUser) []layout.ManagedUser {
+	var managed []layout.ManagedUser
+	listed := map[string]bool{}
+	for _, u := range users {
+		listed[u.Name] = true
+		password, ok := passwords[u.Name]
+		if !ok {
+			if i := slices.IndexFunc(previous, func(p layout.ManagedUser) bool { return p.Name == u.Name }); i >= 0 {
+				managed = append(managed, previous[i])
+			}
+			continue
+		}
+		managed = append(managed, layout.ManagedUser{Name: u.Name, Access: string(u.UserAccessOrDefault()), Password: password})
+	}
+	for _, p := range previous {
+		if !listed[p.Name] {
+			managed = append(managed, layout.ManagedUser{Name: p.Name, Locked: true})
+		}
+	}
+	return managed
+}

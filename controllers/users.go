@@ -1,0 +1,115 @@
+package controllers
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
+	"github.com/dbpilot/dbpilot/controllers/desired"
+	"github.com/dbpilot/dbpilot/instance/layout"
+)
+
+// reconcileUsers keeps the users of spec.users: a Secret of each one's
+// password (generated once), the users the pods keep in the engine in the
+// replication Secret (desired.ManagedUsers: the pods read it as a file,
+// so no pod restarts). The Secret of a user no longer listed, whom the
+// pods lock, is kept: it opens nothing while the user is locked, and lets
+// it back in once listed again. A Database that never listed a user is
+// not written to.
+func (r *DatabaseReconciler) reconcileUsers(ctx context.Context, s *scope) (ctrl.Result, error) {
+	db := s.db
+	passwords := map[string]string{}
+	var problems []string
+	for i, u := range db.Spec.Users {
+		if u.Name == s.applicationUser {
+			problems = append(problems, fmt.Sprintf("spec.users[%d].name: %q is the application user (the credentials Secret's %s); it is left as it is", i, u.Name, desired.SecretKeyUsername))
+			continue
+		}
+		key := client.ObjectKey{Namespace: db.Namespace, Name: db.UserSecretName(u.Name)}
+		secret, _, err := r.createOrReadSecret(ctx, key, func() (*corev1.Secret, error) {
+			password, err := randomPassword()
+			if err != nil {
+				return nil, err
+			}
+			return desired.UserSecret(db, u.Name, password), nil
+		})
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		password := strings.TrimRight(string(secret.Data[desired.SecretKeyPassword]), "\n")
+		if password == "" {
+			problems = append(problems, fmt.Sprintf("spec.users[%d]: Secret %s lacks the key %s; the user keeps its former password", i, key.Name, desired.SecretKeyPassword))
+			continue
+		}
+		passwords[u.Name] = password
+	}
+	s.usersProblem = strings.Join(problems, "; ")
+	return ctrl.Result{}, r.writeManagedUsers(ctx, db, passwords)
+}
+
+// writeManagedUsers puts the users the pods keep into the replication
+// Secret, when they differ from those it holds.
+func (r *DatabaseReconciler) writeManagedUsers(ctx context.Context, db *dbpilotv1alpha1.Database, passwords map[string]string) error {
+	secret := &corev1.Secret{}
+	key := client.ObjectKey{Namespace: db.Namespace, Name: db.ReplicationSecretName()}
+	err := r.Client.Get(ctx, key, secret)
+	if apierrors.IsNotFound(err) {
+		// Created by the phase before, not cached yet.
+		err = r.APIReader.Get(ctx, key, secret)
+	}
+	if err != nil {
+		return fmt.Errorf("reading Secret %s: %w", key.Name, err)
+	}
+	current := secret.Data[layout.KeyUsers]
+	previous, err := layout.ParseManagedUsers(current)
+	if err != nil {
+		// dbpilot's own value, mangled by hand: written again from
+		// spec.users (a user removed meanwhile is not locked).
+		log.FromContext(ctx).Error(err, "the replication Secret's users cannot be read; writing them again from spec.users", "secret", key.Name)
+		previous = nil
+	}
+	users := desired.ManagedUsers(db.Spec.Users, passwords, previous)
+	if len(users) == 0 && len(current) == 0 {
+		return nil
+	}
+	wanted, err := layout.FormatManagedUsers(users)
+	if err != nil {
+		return err
+	}
+	if bytes.Equal(wanted, current) {
+		return nil
+	}
+	patch := client.MergeFromWithOptions(secret.DeepCopy(), client.MergeFromWithOptimisticLock{})
+	if secret.Data == nil {
+		secret.Data = map[string][]byte{}
+	}
+	secret.Data[layout.KeyUsers] = wanted
+	if err := r.Client.Patch(ctx, secret, patch, client.FieldOwner(FieldOwner)); err != nil {
+		return fmt.Errorf("writing the users into Secret %s: %w", key.Name, err)
+	}
+	for _, name := range newlyLocked(previous, users) {
+		r.Recorder.Eventf(db, nil, corev1.EventTypeNormal, dbpilotv1alpha1.EventReasonUserRemoved, "RemoveUser",
+			"User %s is no longer in spec.users: it may no longer log in and its sessions end; what it owns and Secret %s are kept", name, db.UserSecretName(name))
+	}
+	return nil
+}
+
+// newlyLocked names the users users locks that previous did not.
+func newlyLocked(previous, users []layout.ManagedUser) []string {
+	var names []string
+	for _, u := range users {
+		if u.Locked && !slices.ContainsFunc(previous, func(p layout.ManagedUser) bool { return p.Name == u.Name && p.Locked }) {
+			names = append(names, u.Name)
+		}
+	}
+	return names
+}

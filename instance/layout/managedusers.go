@@ -1,0 +1,72 @@
+package layout
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// KeyUsers, in the replication Secret, holds the users of spec.users as
+// the instance program applies them (FormatManagedUsers).
+const KeyUsers = "users"
+
+// UsersFile is where the pods read KeyUsers: the replication Secret is
+// mounted whole, so a key it gains reaches the running pods.
+const UsersFile = ReplicationDir + "/" + KeyUsers
+
+// Accesses of a managed user, as spec.users names them.
+const (
+	AccessReadOnly  = "ReadOnly"
+	AccessReadWrite = "ReadWrite"
+)
+
+// ManagedUser is a user of spec.users as the instance program keeps it in
+// the engine.
+type ManagedUser struct {
+	// Name is the user's name in the engine.
+	Name string `json:"name"`
+	// Access is AccessReadOnly or AccessReadWrite.
+	Access string `json:"access,omitempty"`
+	// Password is the user's password; empty when Locked.
+	Password string `json:"password,omitempty"`
+	// Locked: the user was removed from spec.users. It may no longer log
+	// in and its sessions end; what it owns is kept.
+	Locked bool `json:"locked,omitempty"`
+}
+
+// FormatManagedUsers is the KeyUsers value of users: JSON, sorted by name,
+// so the same users always give the same bytes.
+func FormatManagedUsers(users []ManagedUser) ([]byte, error) {
+	sorted := slices.Clone(users)
+	slices.SortFunc(sorted, func(a, b ManagedUser) int { return strings.Compare(a.Name, b.Name) })
+	return json.Marshal(sorted)
+}
+
+// ParseManagedUsers reads a KeyUsers value; empty data holds no users. An
+// entry without a name, of an unknown access or neither locked nor with a
+// password is refused, naming the entry (never a password).
+func ParseManagedUsers(data []byte) ([]ManagedUser, error) {
+	if len(strings.TrimSpace(string(data))) == 0 {
+		return nil, nil
+	}
+	var users []ManagedUser
+	if err := json.Unmarshal(data, &users); err != nil {
+		return nil, fmt.Errorf("the managed users are not a JSON list of users: %w", err)
+	}
+	seen := map[string]bool{}
+	for i, u := range users {
+		switch {
+		case u.Name == "":
+			return nil, fmt.Errorf("managed user %d has no name", i)
+		case seen[u.Name]:
+			return nil, fmt.Errorf("managed user %q is listed twice", u.Name)
+		case u.Access != AccessReadOnly && u.Access != AccessReadWrite && !u.Locked:
+			return nil, fmt.Errorf("managed user %q has access %q, neither %s nor %s", u.Name, u.Access, AccessReadOnly, AccessReadWrite)
+		case u.Password == "" && !u.Locked:
+			return nil, fmt.Errorf("managed user %q has no password", u.Name)
+		}
+		seen[u.Name] = true
+	}
+	return users, nil
+}

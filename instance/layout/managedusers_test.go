@@ -1,0 +1,40 @@
+package layout
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestManagedUsersRoundTrip(t *testing.T) {
+	users := []ManagedUser{{Name: "report", Access: AccessReadOnly, Password: "p"}, {Name: "etl", Locked: true}}
+	data, err := FormatManagedUsers(users)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := FormatManagedUsers([]ManagedUser{users[1], users[0]})
+	if err != nil || string(again) != string(data) {
+		t.Errorf("the same users in another order give other bytes:\n%s\n%s", data, again)
+	}
+	parsed, err := ParseManagedUsers(data)
+	if err != nil || len(parsed) != 2 || parsed[0].Name != "etl" || !parsed[0].Locked || parsed[1].Password != "p" {
+		t.Errorf("ParseManagedUsers(%s) = %+v, %v", data, parsed, err)
+	}
+	if none, err := ParseManagedUsers(nil); err != nil || none != nil {
+		t.Errorf("no data: %+v, %v", none, err)
+	}
+}
+
+func TestParseManagedUsersRefusesWithoutTellingAPassword(t *testing.T) {
+	for data, want := range map[string]string{
+		`{"name":"x"}`: "not a JSON list",
+		`[{"access":"ReadOnly","password":"secret-1"}]`:                                       "has no name",
+		`[{"name":"a","access":"ReadOnly","password":"secret-1"},{"name":"a","locked":true}]`: "listed twice",
+		`[{"name":"a","access":"Admin","password":"secret-1"}]`:                               `access "Admin"`,
+		`[{"name":"a","access":"ReadWrite"}]`:                                                 "no password",
+	} {
+		_, err := ParseManagedUsers([]byte(data))
+		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "secret-1") {
+			t.Errorf("ParseManagedUsers(%s) = %v, want an error saying %q without the password", data, err, want)
+		}
+	}
+}

@@ -1,0 +1,126 @@
+package mysql
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+
+	driver "github.com/go-sql-driver/mysql"
+
+	"github.com/dbpilot/dbpilot/instance"
+	"github.com/dbpilot/dbpilot/instance/layout"
+)
+
+var _ instance.UserKeeper = (*Engine)(nil)
+
+// EnsureManagedUsers keeps the users of spec.users on a primary
+// (ManagedUserStatements) and ends the sessions of the locked ones, on a
+// replica too.
+func (e *Engine) EnsureManagedUsers(ctx context.Context, application string, users []layout.ManagedUser) (bool, error) {
+	db, err := e.connect(ctx, instance.Credentials{})
+	if err != nil {
+		return false, err
+	}
+	defer db.Close()
+	replica := e.Flavor == MySQL && e.Replication.CloneFrom != ""
+	if !replica {
+		if replica, _, _, err = replicaState(ctx, db); err != nil {
+			return false, err
+		}
+	}
+	if !replica {
+		for _, stmt := range ManagedUserStatements(e.Flavor, application, users) {
+			if _, err := db.ExecContext(ctx, stmt.SQL); err != nil {
+				return false, fmt.Errorf("%s: %w", stmt.What, err)
+			}
+		}
+	}
+	for _, u := range users {
+		if u.Locked && keepsManagedUser(e.Flavor, application, u.Name) {
+			if err := endSessions(ctx, db, u.Name); err != nil {
+				return false, fmt.Errorf("ending the sessions of the locked user %s: %w", u.Name, err)
+			}
+		}
+	}
+	return !replica, nil
+}
+
+// endSessions kills the sessions of user.
+func endSessions(ctx context.Context, db *sql.DB, user string) error {
+	rows, err := db.QueryContext(ctx, "SELECT id FROM information_schema.processlist WHERE user = ?", user)
+	if err != nil {
+		return err
+	}
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return err
+		}
+		ids = append(ids, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for _, id := range ids {
+		// A session that ended meanwhile is no error worth retrying.
+		if _, err := db.ExecContext(ctx, fmt.Sprintf("KILL CONNECTION %d", id)); err != nil && !isUnknownThread(err) {
+			return err
+		}
+	}
+	return nil
+}
+
+// keepsManagedUser is whether a managed user of that name is kept: never
+// the application user or one dbpilot or the server keeps.
+func keepsManagedUser(flavor Flavor, application, name string) bool {
+	return name != application && !layout.IsReservedUser(string(flavor), name)
+}
+
+// ManagedUserStatements bring the users of spec.users to what users says.
+// Each one that is not locked logs in from anywhere with its password
+// (MariaDB: sent as its hash) and reads the application database's tables
+// (SELECT on it alone); ReadWrite also inserts, updates and deletes
+// their rows. Neither changes the schema. A locked user may no longer
+// log in; what it owns and its grants stay. A session keeps the database
+// privileges it had until it reconnects (the server's rule).
+func ManagedUserStatements(flavor Flavor, application string, users []layout.ManagedUser) []Statement {
+	database := quoteIdentifier(application) + ".*"
+	var stmts []Statement
+	for _, u := range users {
+		if !keepsManagedUser(flavor, application, u.Name) {
+			continue
+		}
+		account := quoteString(u.Name) + "@'%'"
+		if u.Locked {
+			stmts = append(stmts, Statement{"locking the removed user " + u.Name, "ALTER USER IF EXISTS " + account + " ACCOUNT LOCK"})
+			continue
+		}
+		auth := "IDENTIFIED BY PASSWORD " + quoteString(nativePasswordHash(u.Password))
+		if flavor == MySQL {
+			auth = "IDENTIFIED BY " + quoteString(u.Password)
+		}
+		stmts = append(stmts,
+			Statement{"creating the user " + u.Name, "CREATE USER IF NOT EXISTS " + account + " " + auth},
+			Statement{"updating the user " + u.Name, "ALTER USER " + account + " " + auth + " ACCOUNT UNLOCK"},
+			Statement{"letting " + u.Name + " read", "GRANT SELECT ON " + database + " TO " + account})
+		if u.Access == layout.AccessReadWrite {
+			stmts = append(stmts, Statement{"letting " + u.Name + " write", "GRANT SELECT, INSERT, UPDATE, DELETE ON " + database + " TO " + account})
+		} else {
+			stmts = append(stmts, Statement{"keeping " + u.Name + " from writing", "REVOKE INSERT, UPDATE, DELETE ON " + database + " FROM " + account})
+		}
+	}
+	return stmts
+}
+
+// errUnknownThread is the server's answer to a KILL of a session that
+// ended (ER_NO_SUCH_THREAD).
+const errUnknownThread = 1094
+
+func isUnknownThread(err error) bool {
+	var mysqlErr *driver.MySQLError
+	return errors.As(err, &mysqlErr) && mysqlErr.Number == errUnknownThread
+}

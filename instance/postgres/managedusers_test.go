@@ -1,0 +1,21 @@
+package postgres
+
+import (
+	"testing"
+
+	"github.com/dbpilot/dbpilot/instance/layout"
+)
+
+func TestManagedUserStatementsLeaveTheApplicationAndReservedUsersAlone(t *testing.T) {
+	users := []layout.ManagedUser{
+		{Name: "shop", Access: layout.AccessReadOnly, Password: "p"},
+		{Name: "postgres", Locked: true},
+		{Name: "dbpilot_replication", Locked: true},
+		{Name: "pg_monitor", Locked: true},
+		{Name: "report", Locked: true},
+	}
+	stmts := ManagedUserStatements("shop", users, map[string]string{"shop": "v"}, map[string]bool{"shop": true, "postgres": true, "report": true, "dbpilot_replication": true})
+	if len(stmts) != 1 || stmts[0].SQL != `ALTER ROLE "report" NOLOGIN` {
+		t.Errorf("statements: %+v, want report locked alone", stmts)
+	}
+}

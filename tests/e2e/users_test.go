@@ -1,0 +1,117 @@
+package e2e_test
+
+import (
+	"context"
+	"testing"
+
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
+	"github.com/dbpilot/dbpilot/controllers/desired"
+	"github.com/dbpilot/dbpilot/instance/layout"
+)
+
+// TestUsersReachThePodsWithoutARestart adds users to a running two-pod
+// Database: each gets a Secret of its own with a generated password, and
+// the replication Secret, which the pods mount whole, lists them with
+// their access, while no pod restarts. A password edited in a user's
+// Secret follows there; a user removed is listed locked (with the
+// UserRemoved Event) and keeps its Secret; a user named as the
+// application user is refused in Degraded, naming the field, and left
+// out. A Database without users gets no users key.
+func TestUsersReachThePodsWithoutARestart(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := restrictedNamespace(t, "users")
+	startOperator(t, ns)
+
+	db := newDatabase(ns, "ledger", dbpilotv1alpha1.EngineMariaDB)
+	db.Spec.Replicas = ptr.To[int32](2)
+	g.Expect(k8sClient.Create(ctx, db)).To(Succeed())
+	waitConverged(g, db)
+	replication := &corev1.Secret{}
+	g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: db.ReplicationSecretName()}, replication)).To(Succeed())
+	g.Expect(replication.Data).NotTo(HaveKey(layout.KeyUsers), "a Database without users")
+	before := podUIDs(g, db)
+	hash := statefulSetOf(g, db).Annotations[desired.AnnotationTemplateHash]
+
+	update(g, db, func(db *dbpilotv1alpha1.Database) {
+		db.Spec.Users = []dbpilotv1alpha1.DatabaseUser{{Name: "report"}, {Name: "etl_loader", Access: dbpilotv1alpha1.UserAccessReadWrite}}
+	})
+	userSecret := func(g Gomega, user string) *corev1.Secret {
+		secret := &corev1.Secret{}
+		g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: db.UserSecretName(user)}, secret)).To(Succeed())
+		return secret
+	}
+	managed := func(g Gomega) map[string]layout.ManagedUser {
+		g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: db.ReplicationSecretName()}, replication)).To(Succeed())
+		users, err := layout.ParseManagedUsers(replication.Data[layout.KeyUsers])
+		g.Expect(err).NotTo(HaveOccurred())
+		byName := map[string]layout.ManagedUser{}
+		for _, u := range users {
+			byName[u.Name] = u
+		}
+		return byName
+	}
+	g.Eventually(func(g Gomega) {
+		users := managed(g)
+		g.Expect(users).To(HaveLen(2))
+		for name, access := range map[string]string{"report": layout.AccessReadOnly, "etl_loader": layout.AccessReadWrite} {
+			secret := userSecret(g, name)
+			g.Expect(secret.Name).To(Equal("ledger-user-" + map[string]string{"report": "report", "etl_loader": "etl-loader"}[name]))
+			g.Expect(string(secret.Data[desired.SecretKeyUsername])).To(Equal(name))
+			g.Expect(secret.Data[desired.SecretKeyPassword]).To(HaveLen(32), "a generated password")
+			g.Expect(secret.Labels).To(HaveKeyWithValue(dbpilotv1alpha1.LabelUser, name))
+			g.Expect(users[name]).To(Equal(layout.ManagedUser{Name: name, Access: access, Password: string(secret.Data[desired.SecretKeyPassword])}))
+		}
+	}, convergeTimeout, pollInterval).Should(Succeed())
+	waitConverged(g, db)
+	g.Expect(podUIDs(g, db)).To(Equal(before), "adding users restarts no pod")
+	g.Expect(statefulSetOf(g, db).Annotations[desired.AnnotationTemplateHash]).To(Equal(hash), "adding users changes no pod template")
+
+	// The owner rotates a password by editing the user's Secret.
+	etl := userSecret(g, "etl_loader")
+	etl.Data[desired.SecretKeyPassword] = []byte("rotated-by-the-owner")
+	g.Expect(k8sClient.Update(ctx, etl)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(managed(g)["etl_loader"].Password).To(Equal("rotated-by-the-owner"))
+	}, convergeTimeout, pollInterval).Should(Succeed())
+
+	// Removed: locked, its Secret kept. Named as the application user
+	// (generated credentials name it app): refused, left out.
+	update(g, db, func(db *dbpilotv1alpha1.Database) {
+		db.Spec.Users = []dbpilotv1alpha1.DatabaseUser{{Name: "report"}, {Name: desired.AppUsername}}
+	})
+	g.Eventually(func(g Gomega) {
+		users := managed(g)
+		g.Expect(users).To(HaveLen(2))
+		g.Expect(users["etl_loader"]).To(Equal(layout.ManagedUser{Name: "etl_loader", Locked: true}))
+		g.Expect(users["report"].Password).NotTo(BeEmpty())
+		fetch(g, db)
+		degraded := findCondition(db, dbpilotv1alpha1.ConditionDegraded)
+		g.Expect(degraded).NotTo(BeNil())
+		g.Expect(degraded.Reason).To(Equal(dbpilotv1alpha1.ReasonUsersInvalid))
+		g.Expect(degraded.Message).To(ContainSubstring(`spec.users[1].name: "app" is the application user`))
+		g.Expect(eventReasons(g, db)).To(ContainElement(dbpilotv1alpha1.EventReasonUserRemoved))
+	}, convergeTimeout, pollInterval).Should(Succeed())
+	g.Expect(userSecret(g, "etl_loader").Data[desired.SecretKeyPassword]).To(Equal([]byte("rotated-by-the-owner")), "the removed user's Secret is kept")
+	g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: db.UserSecretName(desired.AppUsername)}, &corev1.Secret{})).
+		To(WithTransform(isNotFound, BeTrue()), "no Secret for a user refused")
+
+	// Taken out again: Degraded clears, the locked user stays locked.
+	update(g, db, func(db *dbpilotv1alpha1.Database) {
+		db.Spec.Users = db.Spec.Users[:1]
+	})
+	g.Eventually(func(g Gomega) {
+		fetch(g, db)
+		degraded := findCondition(db, dbpilotv1alpha1.ConditionDegraded)
+		g.Expect(degraded).NotTo(BeNil())
+		g.Expect(degraded.Status).To(BeEquivalentTo("False"))
+	}, convergeTimeout, pollInterval).Should(Succeed())
+	g.Expect(managed(g)["etl_loader"].Locked).To(BeTrue())
+	g.Expect(podUIDs(g, db)).To(Equal(before), "no pod restarted")
+}

@@ -1,0 +1,266 @@
+package instance_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/dbpilot/dbpilot/instance/layout"
+)
+
+// managedUsersFile writes the users of spec.users as the operator puts
+// them in the replication Secret.
+func managedUsersFile(t testing.TB, u osUser, path string, users ...layout.ManagedUser) {
+	t.Helper()
+	data, err := json.Marshal(users)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.writeFile(t, path, string(data))
+}
+
+// TestPostgresManagedUsers: the users of spec.users are created with their
+// access (ReadOnly reads and writes nothing, ReadWrite writes rows,
+// neither creates a table nor reaches another database); a user named as
+// the application user changes nothing of it; an access raised and a
+// password rotated apply to the running engine; a removed (locked) user
+// loses its open session and its login, keeps its rows, and logs in again
+// once listed again.
+func TestPostgresManagedUsers(t *testing.T) {
+	pg := lookup(t, "postgres")
+	ctx := context.Background()
+	dir := pg.workDir(t)
+	creds := pg.mkdir(t, filepath.Join(dir, "credentials"))
+	sockets := pg.mkdir(t, filepath.Join(dir, "run"))
+	port := freePort(t)
+	credentials(t, pg, creds, "shop", "app-pass-1", "super-pass-1")
+	pg.writeFile(t, filepath.Join(dir, "postgresql.conf"), fmt.Sprintf(
+		"listen_addresses = '127.0.0.1'\nport = %d\nunix_socket_directories = '%s'\nshared_buffers = 32MB\n", port, sockets))
+	usersFile := filepath.Join(dir, "users")
+	managedUsersFile(t, pg, usersFile,
+		layout.ManagedUser{Name: "report", Access: layout.AccessReadOnly, Password: "report-pass-1"},
+		layout.ManagedUser{Name: "etl", Access: layout.AccessReadWrite, Password: "etl-pass-1"},
+		layout.ManagedUser{Name: "shop", Access: layout.AccessReadOnly, Password: "not-the-app-password"})
+	p := start(t, pg, "/usr/lib/postgresql/15/bin:/usr/bin:/bin", "--engine=postgres", "--data-dir="+filepath.Join(dir, "pgdata"),
+		"--config-file="+filepath.Join(dir, "postgresql.conf"), "--socket="+sockets,
+		"--port="+strconv.Itoa(port), "--credentials-dir="+creds, "--users-file="+usersFile)
+
+	app, err := pgConnect(ctx, port, "shop", "app-pass-1", "shop")
+	if err != nil {
+		t.Fatalf("the application user cannot log in with its own password: %v", err)
+	}
+	defer app.Close(ctx)
+	if _, err := app.Exec(ctx, "CREATE TABLE orders (id int); INSERT INTO orders VALUES (1)"); err != nil {
+		t.Fatalf("the application user cannot write (a managed user of its name changed it): %v", err)
+	}
+
+	eventually(t, 15*time.Second, "the ReadOnly user logs in", func() error {
+		conn, err := pgConnect(ctx, port, "report", "report-pass-1", "shop")
+		if err == nil {
+			conn.Close(ctx)
+		}
+		return err
+	})
+	reportConn, err := pgConnect(ctx, port, "report", "report-pass-1", "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows int
+	if err := reportConn.QueryRow(ctx, "SELECT count(*) FROM orders").Scan(&rows); err != nil || rows != 1 {
+		t.Errorf("the ReadOnly user reads %d rows (%v), want 1", rows, err)
+	}
+	if _, err := reportConn.Exec(ctx, "INSERT INTO orders VALUES (2)"); err == nil {
+		t.Error("the ReadOnly user wrote a row")
+	}
+	if _, err := reportConn.Exec(ctx, "BEGIN READ WRITE; INSERT INTO orders VALUES (2); COMMIT"); err == nil {
+		t.Error("the ReadOnly user wrote a row in a read-write transaction")
+	}
+	reportConn.Close(ctx)
+	if conn, err := pgConnect(ctx, port, "report", "report-pass-1", "postgres"); err == nil {
+		conn.Close(ctx)
+		t.Error("the ReadOnly user connects to the postgres database")
+	}
+
+	etl, err := pgConnect(ctx, port, "etl", "etl-pass-1", "shop")
+	if err != nil {
+		t.Fatalf("the ReadWrite user cannot log in: %v", err)
+	}
+	if _, err := etl.Exec(ctx, "INSERT INTO orders VALUES (3); UPDATE orders SET id = 4 WHERE id = 3; DELETE FROM orders WHERE id = 4; INSERT INTO orders VALUES (5)"); err != nil {
+		t.Errorf("the ReadWrite user cannot write rows: %v", err)
+	}
+	if _, err := etl.Exec(ctx, "CREATE TABLE mine (id int)"); err == nil {
+		t.Error("the ReadWrite user created a table")
+	}
+	var super, createRole, createDB bool
+	if err := etl.QueryRow(ctx, "SELECT rolsuper, rolcreaterole, rolcreatedb FROM pg_roles WHERE rolname = current_user").Scan(&super, &createRole, &createDB); err != nil || super || createRole || createDB {
+		t.Errorf("the ReadWrite user is privileged: superuser=%t createrole=%t createdb=%t (%v)", super, createRole, createDB, err)
+	}
+
+	// report raised to ReadWrite with a new password, etl removed while
+	// its session is open.
+	managedUsersFile(t, pg, usersFile,
+		layout.ManagedUser{Name: "report", Access: layout.AccessReadWrite, Password: "report-pass-2"},
+		layout.ManagedUser{Name: "etl", Locked: true})
+	eventually(t, 15*time.Second, "the raised user writes with its new password", func() error {
+		conn, err := pgConnect(ctx, port, "report", "report-pass-2", "shop")
+		if err != nil {
+			return err
+		}
+		defer conn.Close(ctx)
+		_, err = conn.Exec(ctx, "INSERT INTO orders VALUES (6)")
+		return err
+	})
+	if conn, err := pgConnect(ctx, port, "report", "report-pass-1", "shop"); err == nil {
+		conn.Close(ctx)
+		t.Error("the former password still works")
+	}
+	eventually(t, 15*time.Second, "the removed user's open session ends", func() error {
+		if _, err := etl.Exec(ctx, "SELECT 1"); err == nil {
+			return errors.New("its session still answers")
+		}
+		return nil
+	})
+	if conn, err := pgConnect(ctx, port, "etl", "etl-pass-1", "shop"); err == nil {
+		conn.Close(ctx)
+		t.Error("the removed user still logs in")
+	}
+	if err := app.QueryRow(ctx, "SELECT count(*) FROM orders").Scan(&rows); err != nil || rows != 3 {
+		t.Errorf("the application reads %d rows (%v), want 3: the removed user's rows are kept", rows, err)
+	}
+
+	managedUsersFile(t, pg, usersFile,
+		layout.ManagedUser{Name: "report", Access: layout.AccessReadWrite, Password: "report-pass-2"},
+		layout.ManagedUser{Name: "etl", Access: layout.AccessReadOnly, Password: "etl-pass-2"})
+	eventually(t, 15*time.Second, "the user listed again logs in", func() error {
+		conn, err := pgConnect(ctx, port, "etl", "etl-pass-2", "shop")
+		if err == nil {
+			conn.Close(ctx)
+		}
+		return err
+	})
+	p.stop(t)
+}
+
+// TestMariaDBManagedUsers is TestPostgresManagedUsers on MariaDB.
+func TestMariaDBManagedUsers(t *testing.T) {
+	my := lookup(t, "mysql")
+	ctx := context.Background()
+	dir := my.workDir(t)
+	creds := my.mkdir(t, filepath.Join(dir, "credentials"))
+	run := my.mkdir(t, filepath.Join(dir, "run"))
+	port := freePort(t)
+	credentials(t, my, creds, "shop", "app-pass-1", "super-pass-1")
+	my.writeFile(t, filepath.Join(dir, "my.cnf"), fmt.Sprintf(
+		"[mysqld]\nbind-address = 127.0.0.1\nport = %d\nskip-name-resolve\ninnodb_buffer_pool_size = 64M\n", port))
+	usersFile := filepath.Join(dir, "users")
+	managedUsersFile(t, my, usersFile,
+		layout.ManagedUser{Name: "report", Access: layout.AccessReadOnly, Password: "report-pass-1"},
+		layout.ManagedUser{Name: "etl", Access: layout.AccessReadWrite, Password: "etl-pass-1"},
+		layout.ManagedUser{Name: "shop", Access: layout.AccessReadOnly, Password: "not-the-app-password"})
+	p := start(t, my, "/usr/sbin:/usr/bin:/bin", "--engine=mariadb", "--data-dir="+filepath.Join(dir, "data"),
+		"--socket="+filepath.Join(run, "mysqld.sock"), "--defaults-file="+filepath.Join(dir, "my.cnf"),
+		"--credentials-dir="+creds, "--users-file="+usersFile)
+
+	app, err := mysqlConnect(ctx, port, "shop", "app-pass-1", "shop")
+	if err != nil {
+		t.Fatalf("the application user cannot log in with its own password: %v", err)
+	}
+	defer app.Close()
+	if _, err := app.ExecContext(ctx, "CREATE TABLE orders (id int)"); err != nil {
+		t.Fatalf("the application user cannot create a table (a managed user of its name changed it): %v", err)
+	}
+	if _, err := app.ExecContext(ctx, "INSERT INTO orders VALUES (1)"); err != nil {
+		t.Fatal(err)
+	}
+
+	eventually(t, 15*time.Second, "the ReadOnly user logs in", func() error {
+		db, err := mysqlConnect(ctx, port, "report", "report-pass-1", "shop")
+		if err == nil {
+			db.Close()
+		}
+		return err
+	})
+	report, err := mysqlConnect(ctx, port, "report", "report-pass-1", "shop")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows int
+	if err := report.QueryRowContext(ctx, "SELECT count(*) FROM orders").Scan(&rows); err != nil || rows != 1 {
+		t.Errorf("the ReadOnly user reads %d rows (%v), want 1", rows, err)
+	}
+	if _, err := report.ExecContext(ctx, "INSERT INTO orders VALUES (2)"); err == nil {
+		t.Error("the ReadOnly user wrote a row")
+	}
+	if _, err := report.ExecContext(ctx, "SELECT count(*) FROM mysql.user"); err == nil {
+		t.Error("the ReadOnly user reads the system database")
+	}
+	report.Close()
+
+	etlPool, err := mysqlConnect(ctx, port, "etl", "etl-pass-1", "shop")
+	if err != nil {
+		t.Fatalf("the ReadWrite user cannot log in: %v", err)
+	}
+	defer etlPool.Close()
+	etl, err := etlPool.Conn(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, stmt := range []string{"INSERT INTO orders VALUES (3)", "UPDATE orders SET id = 4 WHERE id = 3", "DELETE FROM orders WHERE id = 4", "INSERT INTO orders VALUES (5)"} {
+		if _, err := etl.ExecContext(ctx, stmt); err != nil {
+			t.Errorf("the ReadWrite user cannot %s: %v", stmt, err)
+		}
+	}
+	if _, err := etl.ExecContext(ctx, "CREATE TABLE mine (id int)"); err == nil {
+		t.Error("the ReadWrite user created a table")
+	}
+	if _, err := etl.ExecContext(ctx, "CREATE USER 'intruder'@'%' IDENTIFIED BY 'x'"); err == nil {
+		t.Error("the ReadWrite user created a user")
+	}
+
+	managedUsersFile(t, my, usersFile,
+		layout.ManagedUser{Name: "report", Access: layout.AccessReadWrite, Password: "report-pass-2"},
+		layout.ManagedUser{Name: "etl", Locked: true})
+	eventually(t, 15*time.Second, "the raised user writes with its new password", func() error {
+		db, err := mysqlConnect(ctx, port, "report", "report-pass-2", "shop")
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		_, err = db.ExecContext(ctx, "INSERT INTO orders VALUES (6)")
+		return err
+	})
+	if db, err := mysqlConnect(ctx, port, "report", "report-pass-1", "shop"); err == nil {
+		db.Close()
+		t.Error("the former password still works")
+	}
+	eventually(t, 15*time.Second, "the removed user's open session ends", func() error {
+		if _, err := etl.ExecContext(ctx, "SELECT 1"); err == nil {
+			return errors.New("its session still answers")
+		}
+		return nil
+	})
+	if db, err := mysqlConnect(ctx, port, "etl", "etl-pass-1", "shop"); err == nil {
+		db.Close()
+		t.Error("the removed user still logs in")
+	}
+	if err := app.QueryRowContext(ctx, "SELECT count(*) FROM orders").Scan(&rows); err != nil || rows != 3 {
+		t.Errorf("the application reads %d rows (%v), want 3: the removed user's rows are kept", rows, err)
+	}
+
+	managedUsersFile(t, my, usersFile,
+		layout.ManagedUser{Name: "report", Access: layout.AccessReadWrite, Password: "report-pass-2"},
+		layout.ManagedUser{Name: "etl", Access: layout.AccessReadOnly, Password: "etl-pass-2"})
+	eventually(t, 15*time.Second, "the user listed again logs in", func() error {
+		db, err := mysqlConnect(ctx, port, "etl", "etl-pass-2", "shop")
+		if err == nil {
+			db.Close()
+		}
+		return err
+	})
+	p.stop(t)
+}
