@@ -200,14 +200,20 @@ func connectPresenting(ctx context.Context, db *dbpilotv1alpha1.Database, at end
 }
 
 // connectOver opens a session to the endpoint as user with password over
-// TLS as config has it (no fallback to a session without TLS).
+// TLS as config has it (no fallback to a session without TLS), to the
+// database of the user's name.
 func connectOver(ctx context.Context, db *dbpilotv1alpha1.Database, at endpoint, user, password string, config *tls.Config) (sqlSession, error) {
+	return connectOverTo(ctx, db, at, user, password, user, config)
+}
+
+// connectOverTo is connectOver to database.
+func connectOverTo(ctx context.Context, db *dbpilotv1alpha1.Database, at endpoint, user, password, database string, config *tls.Config) (sqlSession, error) {
 	if db.Spec.Engine == dbpilotv1alpha1.EnginePostgres {
 		cfg, err := pgx.ParseConfig("sslmode=verify-full")
 		if err != nil {
 			return nil, err
 		}
-		cfg.Host, cfg.Port, cfg.User, cfg.Password, cfg.Database = at.address, uint16(at.port), user, password, user
+		cfg.Host, cfg.Port, cfg.User, cfg.Password, cfg.Database = at.address, uint16(at.port), user, password, database
 		cfg.TLSConfig, cfg.Fallbacks = config, nil
 		cfg.ConnectTimeout = 5 * time.Second
 		conn, err := pgx.ConnectConfig(ctx, cfg)
@@ -217,7 +223,7 @@ func connectOver(ctx context.Context, db *dbpilotv1alpha1.Database, at endpoint,
 		return pgSession{conn}, nil
 	}
 	cfg := mysqldriver.NewConfig()
-	cfg.Net, cfg.Addr, cfg.User, cfg.Passwd, cfg.DBName = "tcp", net.JoinHostPort(at.address, strconv.Itoa(at.port)), user, password, user
+	cfg.Net, cfg.Addr, cfg.User, cfg.Passwd, cfg.DBName = "tcp", net.JoinHostPort(at.address, strconv.Itoa(at.port)), user, password, database
 	cfg.Timeout, cfg.TLS = 5*time.Second, config
 	connector, err := mysqldriver.NewConnector(cfg)
 	if err != nil {

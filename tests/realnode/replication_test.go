@@ -76,8 +76,10 @@ var replicationEngines = []replicationSQL{
 // four pods of the small tier's 500m requests); a deleted replica pod
 // rejoins from its volume without a re-clone; scaling down keeps the
 // primary and every volume, and scaling up again brings the replica back
-// on its volume; status.instances tells the truth at each step; and the
-// replication and monitoring passwords appear in no log, Event or status.
+// on its volume; status.instances tells the truth at each step; a user
+// added to spec.users reads the rows through the -ro Service, with no pod
+// restarted, and writes none; and the replication, monitoring and users'
+// passwords appear in no log, Event or status.
 func TestReplicasServeReads(t *testing.T) {
 	for _, tc := range replicationEngines {
 		t.Run(string(tc.engine), func(t *testing.T) { testReplicasServeReads(t, tc) })
@@ -121,6 +123,7 @@ func testReplicasServeReads(t *testing.T, tc replicationSQL) {
 	expectReplicationOverTLS(g, db, 3)
 	expectSessionWithoutTLSRefused(g, db)
 	expectPasswordAloneRefused(g, db)
+	expectManagedUserReads(t, g, db, tc, 500500)
 	if switches {
 		switchToProvidedCertificate(t, g, db)
 	}

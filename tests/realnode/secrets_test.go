@@ -79,12 +79,25 @@ func podLog(g Gomega, namespace, pod, container string) string {
 	return string(data)
 }
 
+// secretValues are the values of keys in the Secret, none of them empty.
+func secretValues(g Gomega, namespace, name string, keys []string) []string {
+	secret, err := clientset.CoreV1().Secrets(namespace).Get(context.Background(), name, metav1.GetOptions{})
+	g.Expect(err).NotTo(HaveOccurred())
+	var values []string
+	for _, key := range keys {
+		g.Expect(secret.Data[key]).NotTo(BeEmpty(), "%s key %s", name, key)
+		values = append(values, string(secret.Data[key]))
+	}
+	return values
+}
+
 // expectNoInternalPasswords searches every container log of the Database's
 // pods, the namespace's Events, the Database's status, the operator's log
 // and its metrics for every secret value the Database's pods hold: the
 // replication and monitoring passwords, the generated application and
-// superuser passwords, and the namespace's metrics token; and for the
-// former values given (passwords rotated away).
+// superuser passwords, the passwords of spec.users and the namespace's
+// metrics token; and for the former values given (passwords rotated
+// away).
 func expectNoInternalPasswords(g Gomega, db *dbpilotv1alpha1.Database, former ...string) {
 	ctx := context.Background()
 	secrets := slices.Clone(former)
@@ -93,12 +106,10 @@ func expectNoInternalPasswords(g Gomega, db *dbpilotv1alpha1.Database, former ..
 		db.CredentialsSecretName():        {layout.KeyPassword, layout.KeySuperuserPassword},
 		dbpilotv1alpha1.MetricsSecretName: {layout.KeyMetricsToken},
 	} {
-		secret, err := clientset.CoreV1().Secrets(db.Namespace).Get(ctx, name, metav1.GetOptions{})
-		g.Expect(err).NotTo(HaveOccurred())
-		for _, key := range keys {
-			g.Expect(secret.Data[key]).NotTo(BeEmpty(), "%s key %s", name, key)
-			secrets = append(secrets, string(secret.Data[key]))
-		}
+		secrets = append(secrets, secretValues(g, db.Namespace, name, keys)...)
+	}
+	for _, u := range db.Spec.Users {
+		secrets = append(secrets, secretValues(g, db.Namespace, db.UserSecretName(u.Name), []string{layout.KeyPassword})...)
 	}
 	families, err := metrics.Registry.Gather()
 	g.Expect(err).NotTo(HaveOccurred())

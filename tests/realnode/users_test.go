@@ -1,0 +1,85 @@
+package realnode_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
+	"github.com/dbpilot/dbpilot/controllers/desired"
+)
+
+// reportUser is the ReadOnly user of spec.users the replication test adds.
+const reportUser = "report"
+
+// expectManagedUserReads adds a ReadOnly user to the running Database:
+// once the kubelet has brought the replication Secret's new key to the
+// pods, with no pod restarted, it logs in through the -ro Service with
+// the password of its own Secret (over TLS, with no client certificate:
+// only the application user needs one), reads what the application
+// wrote, and writes nothing through the -rw Service.
+func expectManagedUserReads(t *testing.T, g Gomega, db *dbpilotv1alpha1.Database, tc replicationSQL, sum int) {
+	t.Helper()
+	ctx := context.Background()
+	before := podUIDsOf(g, db)
+	g.Eventually(func() error {
+		if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(db), db); err != nil {
+			return err
+		}
+		db.Spec.Users = []dbpilotv1alpha1.DatabaseUser{{Name: reportUser}}
+		return k8sClient.Update(ctx, db)
+	}, 10*time.Second, 200*time.Millisecond).Should(Succeed())
+	start := time.Now()
+	var password string
+	g.Eventually(func(g Gomega) {
+		secret, err := clientset.CoreV1().Secrets(db.Namespace).Get(ctx, db.UserSecretName(reportUser), metav1.GetOptions{})
+		g.Expect(err).NotTo(HaveOccurred())
+		password = string(secret.Data[desired.SecretKeyPassword])
+	}, 30*time.Second, 200*time.Millisecond).Should(Succeed())
+	connect := func(service string) (sqlSession, error) {
+		svc, err := clientset.CoreV1().Services(db.Namespace).Get(ctx, service, metav1.GetOptions{})
+		if err != nil {
+			return nil, err
+		}
+		at := endpoint{svc.Spec.ClusterIP, int(svc.Spec.Ports[0].Port), db.ServiceHost(service)}
+		config, err := serverTLS(ctx, db, at.serverName)
+		if err != nil {
+			return nil, err
+		}
+		return connectOverTo(ctx, db, at, reportUser, password, desired.AppUsername, config)
+	}
+	// The kubelet refreshes a mounted Secret on its own period.
+	g.Eventually(func(g Gomega) int {
+		reader, err := connect(db.ReadOnlyServiceName())
+		g.Expect(err).NotTo(HaveOccurred())
+		defer reader.close()
+		replica, err := reader.queryInt(ctx, tc.isReplica)
+		g.Expect(err).NotTo(HaveOccurred())
+		g.Expect(replica).To(Equal(1), "read through the -ro Service, on a replica")
+		n, err := reader.queryInt(ctx, tc.sum)
+		g.Expect(err).NotTo(HaveOccurred())
+		return n
+	}, 3*time.Minute, time.Second).Should(Equal(sum))
+	t.Logf("%s: the user added to spec.users read the application's rows through the -ro Service %.1fs after", tc.engine, time.Since(start).Seconds())
+	writer, err := connect(db.ReadWriteServiceName())
+	g.Expect(err).NotTo(HaveOccurred())
+	defer writer.close()
+	g.Expect(writer.exec(ctx, tc.more3)).NotTo(Succeed(), "the ReadOnly user wrote rows through the -rw Service")
+	g.Expect(podUIDsOf(g, db)).To(Equal(before), "adding a user restarted no pod")
+}
+
+// podUIDsOf maps the Database's pods to their UIDs.
+func podUIDsOf(g Gomega, db *dbpilotv1alpha1.Database) map[string]string {
+	pods, err := clientset.CoreV1().Pods(db.Namespace).List(context.Background(), metav1.ListOptions{LabelSelector: labels.FormatLabels(db.SelectorLabels())})
+	g.Expect(err).NotTo(HaveOccurred())
+	uids := map[string]string{}
+	for _, pod := range pods.Items {
+		uids[pod.Name] = string(pod.UID)
+	}
+	return uids
+}
