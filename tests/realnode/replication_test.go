@@ -78,7 +78,8 @@ var replicationEngines = []replicationSQL{
 // primary and every volume, and scaling up again brings the replica back
 // on its volume; status.instances tells the truth at each step; a user
 // added to spec.users reads the rows through the -ro Service, with no pod
-// restarted, and writes none; and the replication, monitoring and users'
+// restarted, and writes none, and once removed its session on a replica
+// ends and it logs in nowhere; and the replication, monitoring and users'
 // passwords appear in no log, Event or status.
 func TestReplicasServeReads(t *testing.T) {
 	for _, tc := range replicationEngines {
@@ -123,7 +124,7 @@ func testReplicasServeReads(t *testing.T, tc replicationSQL) {
 	expectReplicationOverTLS(g, db, 3)
 	expectSessionWithoutTLSRefused(g, db)
 	expectPasswordAloneRefused(g, db)
-	expectManagedUserReads(t, g, db, tc, 500500)
+	userPassword := expectManagedUserReads(t, g, db, tc, 500500)
 	if switches {
 		switchToProvidedCertificate(t, g, db)
 	}
@@ -184,7 +185,7 @@ func testReplicasServeReads(t *testing.T, tc replicationSQL) {
 	t.Logf("%s: scaled 3 -> 4 again: the replica on the kept volume caught up after %.1fs", tc.engine, time.Since(start).Seconds())
 	expectEveryReplica(g, db, tc, 4, 4501500)
 
-	expectNoInternalPasswords(g, db)
+	expectNoInternalPasswords(g, db, userPassword)
 	expectUnprivilegedProcesses(g, db)
 }
 

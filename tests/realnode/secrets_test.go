@@ -95,9 +95,8 @@ func secretValues(g Gomega, namespace, name string, keys []string) []string {
 // pods, the namespace's Events, the Database's status, the operator's log
 // and its metrics for every secret value the Database's pods hold: the
 // replication and monitoring passwords, the generated application and
-// superuser passwords, the passwords of spec.users and the namespace's
-// metrics token; and for the former values given (passwords rotated
-// away).
+// superuser passwords, and the namespace's metrics token; and for the
+// former values given (passwords rotated away, those of users removed).
 func expectNoInternalPasswords(g Gomega, db *dbpilotv1alpha1.Database, former ...string) {
 	ctx := context.Background()
 	secrets := slices.Clone(former)
@@ -107,9 +106,6 @@ func expectNoInternalPasswords(g Gomega, db *dbpilotv1alpha1.Database, former ..
 		dbpilotv1alpha1.MetricsSecretName: {layout.KeyMetricsToken},
 	} {
 		secrets = append(secrets, secretValues(g, db.Namespace, name, keys)...)
-	}
-	for _, u := range db.Spec.Users {
-		secrets = append(secrets, secretValues(g, db.Namespace, db.UserSecretName(u.Name), []string{layout.KeyPassword})...)
 	}
 	families, err := metrics.Registry.Gather()
 	g.Expect(err).NotTo(HaveOccurred())

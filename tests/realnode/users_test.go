@@ -22,8 +22,10 @@ const reportUser = "report"
 // pods, with no pod restarted, it logs in through the -ro Service with
 // the password of its own Secret (over TLS, with no client certificate:
 // only the application user needs one), reads what the application
-// wrote, and writes nothing through the -rw Service.
-func expectManagedUserReads(t *testing.T, g Gomega, db *dbpilotv1alpha1.Database, tc replicationSQL, sum int) {
+// wrote, and writes nothing through the -rw Service; removed, its open
+// session on a replica ends and it logs in nowhere.
+// It returns the user's password, for the search of secrets in logs.
+func expectManagedUserReads(t *testing.T, g Gomega, db *dbpilotv1alpha1.Database, tc replicationSQL, sum int) string {
 	t.Helper()
 	ctx := context.Background()
 	before := podUIDsOf(g, db)
@@ -70,7 +72,36 @@ func expectManagedUserReads(t *testing.T, g Gomega, db *dbpilotv1alpha1.Database
 	g.Expect(err).NotTo(HaveOccurred())
 	defer writer.close()
 	g.Expect(writer.exec(ctx, tc.more3)).NotTo(Succeed(), "the ReadOnly user wrote rows through the -rw Service")
-	g.Expect(podUIDsOf(g, db)).To(Equal(before), "adding a user restarted no pod")
+
+	// Removed while a session on a replica is open: the replica ends it
+	// (the primary's lock reaches it by replication, its sessions do not).
+	reader, err := connect(db.ReadOnlyServiceName())
+	g.Expect(err).NotTo(HaveOccurred())
+	defer reader.close()
+	g.Eventually(func() error {
+		if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(db), db); err != nil {
+			return err
+		}
+		db.Spec.Users = nil
+		return k8sClient.Update(ctx, db)
+	}, 10*time.Second, 200*time.Millisecond).Should(Succeed())
+	start = time.Now()
+	g.Eventually(func() error {
+		_, err := reader.queryInt(ctx, tc.sum)
+		return err
+	}, 3*time.Minute, time.Second).ShouldNot(Succeed(), "the removed user's session on a replica ends")
+	t.Logf("%s: the removed user's session on a replica ended %.1fs after", tc.engine, time.Since(start).Seconds())
+	for _, service := range []string{db.ReadOnlyServiceName(), db.ReadWriteServiceName()} {
+		g.Eventually(func() error {
+			session, err := connect(service)
+			if err == nil {
+				session.close()
+			}
+			return err
+		}, time.Minute, time.Second).ShouldNot(Succeed(), "the removed user logs in through %s", service)
+	}
+	g.Expect(podUIDsOf(g, db)).To(Equal(before), "adding and removing a user restarted no pod")
+	return password
 }
 
 // podUIDsOf maps the Database's pods to their UIDs.
