@@ -25,10 +25,12 @@ const (
 // <name>-user-<user> (keys username and password; the name's _ become -).
 type DatabaseUser struct {
 	// name is the user's name in the engine: lowercase letters, digits
-	// and _, at most 32 characters, not one dbpilot or the engine keeps
+	// and _, starting with a letter and ending with a letter or a digit
+	// (so it can label its Secret), at most 32 characters, not one
+	// dbpilot or the engine keeps
 	// (postgres, root, mysql, public, none, a name starting with pg_ or
 	// dbpilot_) and not the application user's.
-	// +kubebuilder:validation:Pattern=`^[a-z_][a-z0-9_]*$`
+	// +kubebuilder:validation:Pattern=`^[a-z]([a-z0-9_]*[a-z0-9])?$`
 	// +kubebuilder:validation:MaxLength=32
 	// +kubebuilder:validation:XValidation:rule="!(self in ['postgres', 'root', 'mysql', 'public', 'none', 'current_user', 'session_user', 'current_role']) && !self.startsWith('pg_') && !self.startsWith('dbpilot_')",message="spec.users[].name: postgres, root, mysql, public, none, current_user, session_user, current_role and names starting with pg_ or dbpilot_ are the engine's or dbpilot's own"
 	Name string `json:"name"`

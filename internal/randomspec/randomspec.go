@@ -86,7 +86,24 @@ func Database(r *rand.Rand, namespace, name string) *dbpilotv1alpha1.Database {
 	if r.IntN(3) == 0 {
 		db.Spec.Expose = &dbpilotv1alpha1.ExposeSpec{ReadWrite: exposedService(r), ReadOnly: exposedService(r)}
 	}
+	if r.IntN(3) == 0 {
+		db.Spec.Users = users(r)
+	}
 	return db
+}
+
+// userNames are names spec.users takes, the longest allowed among them.
+var userNames = []string{"report", "etl_loader", "x", "a0", "dashboard_reader_of_the_shop_32c"}
+
+// users draws one to all of userNames, each with a random access (or
+// none, the default).
+func users(r *rand.Rand) []dbpilotv1alpha1.DatabaseUser {
+	accesses := []dbpilotv1alpha1.UserAccess{"", dbpilotv1alpha1.UserAccessReadOnly, dbpilotv1alpha1.UserAccessReadWrite}
+	var users []dbpilotv1alpha1.DatabaseUser
+	for _, i := range r.Perm(len(userNames))[:1+r.IntN(len(userNames))] {
+		users = append(users, dbpilotv1alpha1.DatabaseUser{Name: userNames[i], Access: accesses[r.IntN(len(accesses))]})
+	}
+	return users
 }
 
 // sourceRanges are networks the CRD takes as load balancer source ranges.

@@ -92,6 +92,8 @@ func TestInvalidDatabasesAreRejected(t *testing.T) {
 		{name: "user of dbpilot's", spec: validSpec + "  users: [{name: dbpilot_monitoring}]\n", wantField: "spec.users[0].name", wantText: "dbpilot's own"},
 		{name: "user the engine keeps", spec: validSpec + "  users: [{name: report}, {name: postgres}]\n", wantField: "spec.users[1].name", wantText: "the engine's"},
 		{name: "user of a pg_ name", spec: validSpec + "  users: [{name: pg_reader}]\n", wantField: "spec.users[0].name", wantText: "starting with pg_"},
+		{name: "user name starting with _", spec: validSpec + "  users: [{name: _report}]\n", wantField: "spec.users[0].name", wantText: "should match"},
+		{name: "user name ending with _", spec: validSpec + "  users: [{name: report_}]\n", wantField: "spec.users[0].name", wantText: "should match"},
 		{name: "user name with a dash", spec: validSpec + "  users: [{name: report-reader}]\n", wantField: "spec.users[0].name", wantText: "should match"},
 		{name: "user name too long", spec: validSpec + "  users: [{name: a_user_name_longer_than_thirty_two_x}]\n", wantField: "spec.users[0].name", wantText: "may not be more than 32"},
 		{name: "user listed twice", spec: validSpec + "  users: [{name: report}, {name: report, access: ReadWrite}]\n", wantField: "spec.users[1]", wantText: "Duplicate value"},
@@ -196,7 +198,7 @@ func TestValidChangesAreAccepted(t *testing.T) {
 	}, "spec", "podMetadata")).To(Succeed())
 	g.Expect(k8sClient.Update(ctx, obj)).To(Succeed(), "pod labels and annotations of the user's")
 	g.Expect(unstructured.SetNestedSlice(obj.Object, []any{
-		map[string]any{"name": "report"}, map[string]any{"name": "etl_loader", "access": "ReadWrite"}, map[string]any{"name": "_x9"},
+		map[string]any{"name": "report"}, map[string]any{"name": "etl_loader", "access": "ReadWrite"}, map[string]any{"name": "x9"},
 	}, "spec", "users")).To(Succeed())
 	g.Expect(k8sClient.Update(ctx, obj)).To(Succeed(), "users as an owner writes them")
 	users, _, _ := unstructured.NestedSlice(obj.Object, "spec", "users")

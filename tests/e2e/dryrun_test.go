@@ -73,6 +73,10 @@ func TestRandomSpecsDryRun(t *testing.T) {
 		} {
 			g.Expect(k8sClient.Create(ctx, obj, client.DryRunAll)).To(Succeed(), "%T of %s", obj, db.Name)
 		}
+		for _, u := range db.Spec.Users {
+			secret := desired.UserSecret(db, u.Name, "p")
+			g.Expect(k8sClient.Create(ctx, secret, client.DryRunAll)).To(Succeed(), "the Secret of user %s of %s", u.Name, db.Name)
+		}
 	}
 }
 
