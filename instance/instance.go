@@ -333,7 +333,9 @@ func Run(ctx context.Context, engine Engine, files CredentialFiles, probes Probe
 	endpoints.setUsersApplied()
 	log.Info("engine ready, credentials applied")
 	kept := &managedUsers{file: files.UsersFile}
-	kept.follow(ctx, engine, creds.Username, log)
+	usersCtx, cancel := context.WithTimeout(ctx, credentialsPollInterval)
+	kept.follow(usersCtx, engine, creds.Username, time.Now(), log)
+	cancel()
 
 	// The kubelet updates a mounted Secret's files in place: a changed
 	// Secret is applied to the running engine, without a restart (one
@@ -397,25 +399,33 @@ func Run(ctx context.Context, engine Engine, files CredentialFiles, probes Probe
 				}
 				cancel()
 			}
+			creds = followCredentials(ctx, engine, files, creds, log)
+			// After the credentials: a user of spec.users is never
+			// one the application user was just renamed to.
 			usersCtx, cancel := context.WithTimeout(ctx, credentialsPollInterval)
-			kept.follow(usersCtx, engine, creds.Username, log)
+			kept.follow(usersCtx, engine, creds.Username, time.Now(), log)
 			cancel()
-			latest, err := ReadCredentials(files.Dir, files.MonitoringPasswordFile)
-			if err != nil {
-				log.Error("reading the credentials", "error", err.Error())
-				continue
-			}
-			if latest == creds {
-				continue
-			}
-			if err := engine.EnsureUsers(ctx, latest); err != nil {
-				log.Error("applying changed credentials; retrying", "error", err.Error())
-				continue
-			}
-			creds = latest
-			log.Info("credentials changed in the Secret: applied to the engine")
 		}
 	}
+}
+
+// followCredentials applies the credentials Secret's files when they
+// changed since applied, and returns what the engine has applied.
+func followCredentials(ctx context.Context, engine Engine, files CredentialFiles, applied Credentials, log *slog.Logger) Credentials {
+	latest, err := ReadCredentials(files.Dir, files.MonitoringPasswordFile)
+	if err != nil {
+		log.Error("reading the credentials", "error", err.Error())
+		return applied
+	}
+	if latest == applied {
+		return applied
+	}
+	if err := engine.EnsureUsers(ctx, latest); err != nil {
+		log.Error("applying changed credentials; retrying", "error", err.Error())
+		return applied
+	}
+	log.Info("credentials changed in the Secret: applied to the engine")
+	return latest
 }
 
 // credentialsPollInterval is how often the credentials files are read for a

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"slices"
+	"time"
 
 	"github.com/dbpilot/dbpilot/instance/layout"
 )
@@ -40,18 +41,36 @@ func ReadManagedUsers(path string) ([]layout.ManagedUser, error) {
 }
 
 // managedUsers follows the managed users' file: what it lists is applied
-// once on a primary, and again when it changes; a failure is retried at
-// the next poll, and never makes the instance unready (the application
-// user's login does not depend on it).
+// once on a primary, and again when it changes. A failure never makes
+// the instance unready (the application user's login does not depend on
+// it) and is retried after a backoff that doubles up to
+// maxUsersRetryInterval. A replica, which only ends the sessions of the
+// locked users, is asked at every poll for replicaUsersWindow after a
+// change (the locks reach it by replication meanwhile), then every
+// maxUsersRetryInterval: so it also keeps the users soon after a
+// promotion.
 type managedUsers struct {
 	file string
 	// applied is what the primary applied last; nil before.
 	applied []layout.ManagedUser
+	// tried is what was last asked of the engine, and changed when it
+	// changed; next is when to ask again without a change.
+	tried   []layout.ManagedUser
+	changed time.Time
+	next    time.Time
+	// failures counts the failures in a row, for the backoff.
+	failures int
 }
 
-// follow applies the file's users when they changed since the last
-// application on this primary.
-func (m *managedUsers) follow(ctx context.Context, engine Engine, application string, log *slog.Logger) {
+// Intervals of managedUsers.
+const (
+	replicaUsersWindow    = 30 * time.Second
+	maxUsersRetryInterval = 30 * time.Second
+)
+
+// follow applies the file's users at now when they changed since the
+// last application on this primary, or when a retry is due.
+func (m *managedUsers) follow(ctx context.Context, engine Engine, application string, now time.Time, log *slog.Logger) {
 	keeper, ok := engine.(UserKeeper)
 	if !ok {
 		return
@@ -64,15 +83,26 @@ func (m *managedUsers) follow(ctx context.Context, engine Engine, application st
 	if len(users) == 0 || (m.applied != nil && slices.Equal(users, m.applied)) {
 		return
 	}
-	primary, err := keeper.EnsureManagedUsers(ctx, application, users)
-	if err != nil {
-		// The error names a statement's purpose and a user, never a
-		// password.
-		log.Error("keeping the users of spec.users; retrying", "error", err.Error())
+	if !slices.Equal(users, m.tried) {
+		m.tried, m.changed, m.next, m.failures = users, now, time.Time{}, 0
+	}
+	if now.Before(m.next) {
 		return
 	}
-	if primary {
-		m.applied = users
+	primary, err := keeper.EnsureManagedUsers(ctx, application, users)
+	switch {
+	case err != nil:
+		// The error names a statement's purpose and a user, never a
+		// password.
+		m.failures++
+		m.next = now.Add(min(credentialsPollInterval<<min(m.failures, 5), maxUsersRetryInterval))
+		log.Error("keeping the users of spec.users; retrying", "error", err.Error(), "retryIn", m.next.Sub(now).String())
+	case primary:
+		m.applied, m.failures = users, 0
 		log.Info("the users of spec.users are kept", "users", len(users))
+	case now.Sub(m.changed) < replicaUsersWindow:
+		m.failures, m.next = 0, time.Time{}
+	default:
+		m.failures, m.next = 0, now.Add(maxUsersRetryInterval)
 	}
 }

@@ -70,3 +70,19 @@ func ParseManagedUsers(data []byte) ([]ManagedUser, error) {
 	}
 	return users, nil
 }
+
+// LockedFirst is users with the locked ones first, each part in its
+// order: removing a user's access never waits behind another user.
+func LockedFirst(users []ManagedUser) []ManagedUser {
+	sorted := slices.Clone(users)
+	slices.SortStableFunc(sorted, func(a, b ManagedUser) int {
+		switch {
+		case a.Locked == b.Locked:
+			return 0
+		case a.Locked:
+			return -1
+		}
+		return 1
+	})
+	return sorted
+}

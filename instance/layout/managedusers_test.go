@@ -38,3 +38,14 @@ func TestParseManagedUsersRefusesWithoutTellingAPassword(t *testing.T) {
 		}
 	}
 }
+
+func TestLockedFirst(t *testing.T) {
+	users := []ManagedUser{{Name: "a", Access: AccessReadOnly, Password: "p"}, {Name: "b", Locked: true}, {Name: "c", Access: AccessReadWrite, Password: "p"}, {Name: "d", Locked: true}}
+	var names string
+	for _, u := range LockedFirst(users) {
+		names += u.Name
+	}
+	if names != "bdac" {
+		t.Errorf("LockedFirst: %s, want bdac", names)
+	}
+}

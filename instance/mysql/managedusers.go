@@ -30,10 +30,16 @@ func (e *Engine) EnsureManagedUsers(ctx context.Context, application string, use
 		}
 	}
 	if !replica {
+		// Each statement is tried whatever came before: one user's
+		// failure keeps no other user as it was.
+		var failed []error
 		for _, stmt := range ManagedUserStatements(e.Flavor, application, users) {
 			if _, err := db.ExecContext(ctx, stmt.SQL); err != nil {
-				return false, fmt.Errorf("%s: %w", stmt.What, err)
+				failed = append(failed, fmt.Errorf("%s: %w", stmt.What, err))
 			}
+		}
+		if len(failed) > 0 {
+			return false, errors.Join(failed...)
 		}
 	}
 	for _, u := range users {
@@ -86,11 +92,12 @@ func keepsManagedUser(flavor Flavor, application, name string) bool {
 // (SELECT on it alone); ReadWrite also inserts, updates and deletes
 // their rows. Neither changes the schema. A locked user may no longer
 // log in; what it owns and its grants stay. A session keeps the database
-// privileges it had until it reconnects (the server's rule).
+// privileges it had until it reconnects (the server's rule). The locks
+// come first (layout.LockedFirst).
 func ManagedUserStatements(flavor Flavor, application string, users []layout.ManagedUser) []Statement {
 	database := quoteIdentifier(application) + ".*"
 	var stmts []Statement
-	for _, u := range users {
+	for _, u := range layout.LockedFirst(users) {
 		if !keepsManagedUser(flavor, application, u.Name) {
 			continue
 		}

@@ -430,7 +430,9 @@ func UserStatements(flavor Flavor, creds instance.Credentials, requireCertificat
 	return []Statement{
 		{"setting the superuser's password", superuser},
 		{"creating the application user", "CREATE USER IF NOT EXISTS " + app + " " + appAuth},
-		{"setting the application user's password", "ALTER USER " + app + " " + appAuth},
+		// Unlocked: a user of spec.users removed (locked) may be the
+		// application user's name since.
+		{"setting the application user's password", "ALTER USER " + app + " " + appAuth + " ACCOUNT UNLOCK"},
 		ApplicationRequireStatement(creds.Username, requireCertificate),
 		{"creating the application database", "CREATE DATABASE IF NOT EXISTS " + database},
 		{"granting the application database", "GRANT ALL PRIVILEGES ON " + database + ".* TO " + app},

@@ -58,7 +58,7 @@ func TestUserStatements(t *testing.T) {
 	mysql := join(UserStatements(MySQL, creds, false))
 	for _, want := range []string{
 		"ALTER USER 'root'@'localhost' IDENTIFIED BY 's\\\\x'",
-		"ALTER USER 'shop`app'@'%' IDENTIFIED BY 'p''w'",
+		"ALTER USER 'shop`app'@'%' IDENTIFIED BY 'p''w' ACCOUNT UNLOCK",
 		"CREATE DATABASE IF NOT EXISTS `shop``app`",
 	} {
 		if !strings.Contains(mysql, want) {

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -47,10 +48,16 @@ func (e *Engine) EnsureManagedUsers(ctx context.Context, application string, use
 				}
 			}
 		}
+		// Each statement is tried whatever came before: one user's
+		// failure keeps no other user as it was.
+		var failed []error
 		for _, stmt := range ManagedUserStatements(application, users, verifiers, existing) {
 			if _, err := conn.Exec(ctx, stmt.SQL); err != nil {
-				return false, fmt.Errorf("%s: %w", stmt.What, err)
+				failed = append(failed, fmt.Errorf("%s: %w", stmt.What, err))
 			}
+		}
+		if len(failed) > 0 {
+			return false, errors.Join(failed...)
 		}
 	}
 	for _, u := range users {
@@ -78,10 +85,11 @@ func keepsManagedUser(application, name string) bool {
 // pg_write_all_data too. Neither may create anything in a schema it does
 // not own (PostgreSQL 15 gives PUBLIC no CREATE on the public schema). A
 // locked user may no longer log in; what it owns and its grants stay.
+// The locks come first (layout.LockedFirst).
 func ManagedUserStatements(application string, users []layout.ManagedUser, verifiers map[string]string, existing map[string]bool) []Statement {
 	database := pgx.Identifier{application}.Sanitize()
 	var stmts []Statement
-	for _, u := range users {
+	for _, u := range layout.LockedFirst(users) {
 		if !keepsManagedUser(application, u.Name) {
 			continue
 		}

@@ -19,3 +19,16 @@ func TestManagedUserStatementsLeaveTheApplicationAndReservedUsersAlone(t *testin
 		t.Errorf("statements: %+v, want report locked alone", stmts)
 	}
 }
+
+func TestApplicationUserCleanup(t *testing.T) {
+	got := ApplicationUserCleanup("shop", []string{"pg_read_all_data"})
+	want := []string{`ALTER ROLE "shop" RESET default_transaction_read_only`, `REVOKE "pg_read_all_data" FROM "shop"`}
+	if len(got) != len(want) {
+		t.Fatalf("statements %+v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i].SQL != want[i] {
+			t.Errorf("statement %d: %s, want %s", i, got[i].SQL, want[i])
+		}
+	}
+}

@@ -432,7 +432,35 @@ func userStatements(ctx context.Context, conn *pgx.Conn, creds instance.Credenti
 	if err := conn.QueryRow(ctx, "SELECT EXISTS (SELECT 1 FROM pg_database WHERE datname = $1)", creds.Username).Scan(&dbExists); err != nil {
 		return nil, err
 	}
-	return UserStatements(creds.Username, superVerifier, appVerifier, roleExists, dbExists), nil
+	stmts := UserStatements(creds.Username, superVerifier, appVerifier, roleExists, dbExists)
+	if !roleExists {
+		return stmts, nil
+	}
+	rows, err := conn.Query(ctx, `SELECT r.rolname FROM pg_auth_members m
+JOIN pg_roles r ON r.oid = m.roleid JOIN pg_roles u ON u.oid = m.member
+WHERE u.rolname = $1 AND r.rolname IN ('pg_read_all_data', 'pg_write_all_data')`, creds.Username)
+	if err != nil {
+		return nil, err
+	}
+	memberOf, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, err
+	}
+	return append(stmts, ApplicationUserCleanup(creds.Username, memberOf)...), nil
+}
+
+// ApplicationUserCleanup takes back from an existing application user
+// what a user of spec.users of its name was given before (a user removed
+// from spec.users may be the application user's name since): sessions
+// read-only by default, and the memberships of memberOf. It keeps the
+// application user owning its database and nothing more.
+func ApplicationUserCleanup(username string, memberOf []string) []Statement {
+	user := pgx.Identifier{username}.Sanitize()
+	stmts := []Statement{{"making the application user's sessions writable", "ALTER ROLE " + user + " RESET default_transaction_read_only"}}
+	for _, role := range memberOf {
+		stmts = append(stmts, Statement{"taking " + role + " back from the application user", "REVOKE " + pgx.Identifier{role}.Sanitize() + " FROM " + user})
+	}
+	return stmts
 }
 
 // UserStatements are the statements that bring the users to the wanted

@@ -30,7 +30,8 @@ func managedUsersFile(t testing.TB, u osUser, path string, users ...layout.Manag
 // the application user changes nothing of it; an access raised and a
 // password rotated apply to the running engine; a removed (locked) user
 // loses its open session and its login, keeps its rows, and logs in again
-// once listed again.
+// once listed again; removed again and then made the application user, it
+// logs in and writes (nothing of the managed user it was holds it back).
 func TestPostgresManagedUsers(t *testing.T) {
 	pg := lookup(t, "postgres")
 	ctx := context.Background()
@@ -141,6 +142,28 @@ func TestPostgresManagedUsers(t *testing.T) {
 		if err == nil {
 			conn.Close(ctx)
 		}
+		return err
+	})
+
+	// Removed again, then made the application user (a credentials
+	// Secret of the user's renamed): it logs in, owns its database and
+	// writes, read-only by default no more.
+	managedUsersFile(t, pg, usersFile, layout.ManagedUser{Name: "etl", Locked: true})
+	eventually(t, 15*time.Second, "the removed user is locked", func() error {
+		if conn, err := pgConnect(ctx, port, "etl", "etl-pass-2", "shop"); err == nil {
+			conn.Close(ctx)
+			return errors.New("it still logs in")
+		}
+		return nil
+	})
+	credentials(t, pg, creds, "etl", "etl-app-pass", "super-pass-1")
+	eventually(t, 15*time.Second, "the application user renamed to the removed user writes in its database", func() error {
+		conn, err := pgConnect(ctx, port, "etl", "etl-app-pass", "etl")
+		if err != nil {
+			return err
+		}
+		defer conn.Close(ctx)
+		_, err = conn.Exec(ctx, "CREATE TABLE IF NOT EXISTS mine (id int); INSERT INTO mine VALUES (1)")
 		return err
 	})
 	p.stop(t)
@@ -260,6 +283,27 @@ func TestMariaDBManagedUsers(t *testing.T) {
 		if err == nil {
 			db.Close()
 		}
+		return err
+	})
+
+	// Removed again, then made the application user: unlocked, it owns
+	// its database.
+	managedUsersFile(t, my, usersFile, layout.ManagedUser{Name: "etl", Locked: true})
+	eventually(t, 15*time.Second, "the removed user is locked", func() error {
+		if db, err := mysqlConnect(ctx, port, "etl", "etl-pass-2", "shop"); err == nil {
+			db.Close()
+			return errors.New("it still logs in")
+		}
+		return nil
+	})
+	credentials(t, my, creds, "etl", "etl-app-pass", "super-pass-1")
+	eventually(t, 15*time.Second, "the application user renamed to the removed user writes in its database", func() error {
+		db, err := mysqlConnect(ctx, port, "etl", "etl-app-pass", "etl")
+		if err != nil {
+			return err
+		}
+		defer db.Close()
+		_, err = db.ExecContext(ctx, "CREATE TABLE IF NOT EXISTS mine (id int)")
 		return err
 	})
 	p.stop(t)
