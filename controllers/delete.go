@@ -19,7 +19,7 @@ import (
 // references.
 //   - Retain: every claim, the replication Secret, a generated
 //     credentials Secret (without which the data could not be opened), the
-//     Secrets of the users of spec.users, the
+//     Secrets of the users of spec.users (listed or not), the
 //     certificate authority's Secret (which clients trust) and
 //     the designation (which volume holds the primary's data) are
 //     labelled with the Database's name and released from their owner, so
@@ -85,8 +85,17 @@ func (r *DatabaseReconciler) retainVolumes(ctx context.Context, db *dbpilotv1alp
 	if db.GeneratesCredentials() {
 		generated = append(generated, db.CredentialsSecretName())
 	}
-	for _, u := range db.Spec.Users {
-		generated = append(generated, db.UserSecretName(u.Name))
+	// Every user's Secret, listed or not (a user removed and listed again
+	// logs in with it).
+	users := &corev1.SecretList{}
+	if err := r.Client.List(ctx, users, client.InNamespace(db.Namespace),
+		client.MatchingLabels(db.SelectorLabels()), client.HasLabels{dbpilotv1alpha1.LabelUser}); err != nil {
+		return fmt.Errorf("listing the users' Secrets: %w", err)
+	}
+	for i := range users.Items {
+		if metav1.IsControlledBy(&users.Items[i], db) {
+			generated = append(generated, users.Items[i].Name)
+		}
 	}
 	for _, name := range generated {
 		secret := &corev1.Secret{}

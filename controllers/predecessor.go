@@ -31,6 +31,9 @@ func (r *DatabaseReconciler) predecessorChild(ctx context.Context, db *dbpilotv1
 	if db.GeneratesCredentials() {
 		children = append(children, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: db.CredentialsSecretName()}})
 	}
+	for _, u := range db.Spec.Users {
+		children = append(children, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: db.UserSecretName(u.Name)}})
+	}
 	for _, child := range children {
 		kind := "ConfigMap"
 		if _, ok := child.(*corev1.Secret); ok {

@@ -45,6 +45,11 @@ func (r *DatabaseReconciler) reconcileUsers(ctx context.Context, s *scope) (ctrl
 		if err != nil {
 			return ctrl.Result{}, err
 		}
+		if secret.Labels[dbpilotv1alpha1.LabelUser] != u.Name || secret.Labels[dbpilotv1alpha1.LabelDatabase] != db.Name {
+			problems = append(problems, fmt.Sprintf("spec.users[%d]: Secret %s is not dbpilot's for this user (labels %s=%s, %s=%s); the user keeps its former password",
+				i, key.Name, dbpilotv1alpha1.LabelDatabase, db.Name, dbpilotv1alpha1.LabelUser, u.Name))
+			continue
+		}
 		password := strings.TrimRight(string(secret.Data[desired.SecretKeyPassword]), "\n")
 		if password == "" {
 			problems = append(problems, fmt.Sprintf("spec.users[%d]: Secret %s lacks the key %s; the user keeps its former password", i, key.Name, desired.SecretKeyPassword))

@@ -118,6 +118,7 @@ type DatabaseList struct {
 // +kubebuilder:validation:XValidation:rule="!has(self.replication) || !has(self.replication.synchronous) || !has(self.autopilot) || self.autopilot.mode == 'Off' || !has(self.autopilot.replicas) || self.replication.synchronous.count < self.autopilot.replicas.min",message="spec.replication.synchronous.count must be less than spec.autopilot.replicas.min: commits wait for that many replicas"
 // +kubebuilder:validation:XValidation:rule="!has(self.replication) || !has(self.replication.synchronous) || self.engine == 'postgres' || self.replication.synchronous.count == 1",message="spec.replication.synchronous.count must be 1 for mariadb and mysql: semi-synchronous replication waits for one replica"
 // +kubebuilder:validation:XValidation:rule="has(oldSelf.bootstrap) == has(self.bootstrap)",message="spec.bootstrap is immutable: it only says how the Database was created"
+// +kubebuilder:validation:XValidation:rule="!has(self.users) || size(self.users) == 0 || self.engine != 'postgres' || !has(self.version) || !isSemver(self.version, true) || semver(self.version, true).major() >= 15",message="spec.users: PostgreSQL 15 or later (13 and 14 let every user create tables in the public schema, and 13 has no pg_read_all_data)"
 // +kubebuilder:validation:XValidation:rule="!has(self.parameters) || size(self.parameters) == 0 || self.engine != 'mysql'",message="spec.parameters: MySQL takes no parameters yet (PostgreSQL and MariaDB do)"
 // +kubebuilder:validation:XValidation:rule="!has(self.parameters) || self.engine != 'mariadb' || self.parameters.all(k, !(k in ['bind_address', 'datadir', 'socket', 'server_id', 'log_bin', 'log_bin_basename', 'log_bin_index', 'log_basename', 'log_slave_updates', 'log_replica_updates', 'read_only', 'skip_name_resolve', 'require_secure_transport', 'plugin_load', 'plugin_load_add', 'plugin_dir', 'pid_file', 'user', 'basedir', 'log_error', 'init_file', 'skip_networking', 'skip_grant_tables', 'relay_log', 'relay_log_index', 'innodb_data_home_dir', 'innodb_log_group_home_dir', 'tmpdir'] || k.startsWith('gtid') || k.startsWith('rpl_semi_sync') || k.startsWith('wsrep')))",message="spec.parameters: dbpilot sets MariaDB's listening, files, binary log and replication (server_id, read_only, gtid*, rpl_semi_sync*), TLS (ssl*) and start-up (init_file, skip_grant_tables, plugin_load*) itself"
 type DatabaseSpec struct {
@@ -188,7 +189,7 @@ type DatabaseSpec struct {
 
 	// users are users dbpilot keeps in the engine besides the application
 	// user (for a report, a dashboard, another service), each with a
-	// password generated once into the Secret <name>-user-<user> (keys
+	// password generated once into the Secret <name>.user.<user> (keys
 	// username and password; editing its password rotates it in the
 	// running engine). A user added is created on the primary within
 	// seconds of the Secret reaching the pods, without a restart; a user

@@ -22,7 +22,7 @@ const (
 
 // DatabaseUser is a user dbpilot keeps in the engine besides the
 // application user, with a password it generates into the Secret
-// <name>-user-<user> (keys username and password; the name's _ become -).
+// <name>.user.<user> (keys username and password; the name's _ become -).
 type DatabaseUser struct {
 	// name is the user's name in the engine: lowercase letters, digits
 	// and _, starting with a letter and ending with a letter or a digit
@@ -44,10 +44,12 @@ type DatabaseUser struct {
 }
 
 // UserSecretName is the Secret of the password dbpilot generates for the
-// user of spec.users named user: a Secret's name holds no _, and a user's
-// name no -, so no two users share one.
+// user of spec.users named user. The dots keep it apart from every other
+// Database's Secrets, whose names have none (metadata.name is a DNS
+// label), and a Secret's name holds no _ while a user's name holds no -,
+// so no two users share one.
 func (d *Database) UserSecretName(user string) string {
-	return d.Name + "-user-" + strings.ReplaceAll(user, "_", "-")
+	return d.Name + ".user." + strings.ReplaceAll(user, "_", "-")
 }
 
 // UserAccessOrDefault is the user's access, ReadOnly when unset.

@@ -69,7 +69,7 @@ func TestUserSecretNamesTheUser(t *testing.T) {
 	db := &dbpilotv1alpha1.Database{}
 	db.Name, db.Namespace = "orders", "shop"
 	s := UserSecret(db, "report_reader", "pw")
-	if s.Name != "orders-user-report-reader" || string(s.Data[SecretKeyUsername]) != "report_reader" || string(s.Data[SecretKeyPassword]) != "pw" {
+	if s.Name != "orders.user.report-reader" || string(s.Data[SecretKeyUsername]) != "report_reader" || string(s.Data[SecretKeyPassword]) != "pw" {
 		t.Errorf("UserSecret: %s %q", s.Name, s.Data)
 	}
 	if s.Labels[dbpilotv1alpha1.LabelUser] != "report_reader" || s.Labels[dbpilotv1alpha1.LabelDatabase] != "orders" || len(s.OwnerReferences) != 1 {

@@ -92,6 +92,7 @@ func TestInvalidDatabasesAreRejected(t *testing.T) {
 		{name: "user of dbpilot's", spec: validSpec + "  users: [{name: dbpilot_monitoring}]\n", wantField: "spec.users[0].name", wantText: "dbpilot's own"},
 		{name: "user the engine keeps", spec: validSpec + "  users: [{name: report}, {name: postgres}]\n", wantField: "spec.users[1].name", wantText: "the engine's"},
 		{name: "user of a pg_ name", spec: validSpec + "  users: [{name: pg_reader}]\n", wantField: "spec.users[0].name", wantText: "starting with pg_"},
+		{name: "users on postgres 14", spec: "  engine: postgres\n  version: \"14\"\n  users: [{name: report}]\n", wantField: "spec.users", wantText: "PostgreSQL 15 or later"},
 		{name: "user name starting with _", spec: validSpec + "  users: [{name: _report}]\n", wantField: "spec.users[0].name", wantText: "should match"},
 		{name: "user name ending with _", spec: validSpec + "  users: [{name: report_}]\n", wantField: "spec.users[0].name", wantText: "should match"},
 		{name: "user name with a dash", spec: validSpec + "  users: [{name: report-reader}]\n", wantField: "spec.users[0].name", wantText: "should match"},

@@ -62,7 +62,7 @@ func TestUsersReachThePodsWithoutARestart(t *testing.T) {
 		g.Expect(users).To(HaveLen(2))
 		for name, access := range map[string]string{"report": layout.AccessReadOnly, "etl_loader": layout.AccessReadWrite} {
 			secret := userSecret(g, name)
-			g.Expect(secret.Name).To(Equal("ledger-user-" + map[string]string{"report": "report", "etl_loader": "etl-loader"}[name]))
+			g.Expect(secret.Name).To(Equal("ledger.user." + map[string]string{"report": "report", "etl_loader": "etl-loader"}[name]))
 			g.Expect(string(secret.Data[desired.SecretKeyUsername])).To(Equal(name))
 			g.Expect(secret.Data[desired.SecretKeyPassword]).To(HaveLen(32), "a generated password")
 			g.Expect(secret.Labels).To(HaveKeyWithValue(dbpilotv1alpha1.LabelUser, name))
