@@ -6,6 +6,7 @@ import (
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -21,7 +22,9 @@ import (
 // Secret follows there; a user removed is listed locked (with the
 // UserRemoved Event) and keeps its Secret; a user named as the
 // application user is refused in Degraded, naming the field, and left
-// out. A Database without users gets no users key.
+// out, and so is one whose Secret is not dbpilot's for it (never written).
+// A Database without users gets no users key. Deleted with Retain, every
+// user's Secret is kept.
 func TestUsersReachThePodsWithoutARestart(t *testing.T) {
 	t.Parallel()
 	g := NewWithT(t)
@@ -102,6 +105,25 @@ func TestUsersReachThePodsWithoutARestart(t *testing.T) {
 	g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: db.UserSecretName(desired.AppUsername)}, &corev1.Secret{})).
 		To(WithTransform(isNotFound, BeTrue()), "no Secret for a user refused")
 
+	// A Secret of the user's name that is not dbpilot's for that user:
+	// never used nor written, the user refused by name.
+	intruder := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: db.UserSecretName("intruder")},
+		Data: map[string][]byte{desired.SecretKeyPassword: []byte("chosen-by-someone-else")}}
+	g.Expect(k8sClient.Create(ctx, intruder)).To(Succeed())
+	update(g, db, func(db *dbpilotv1alpha1.Database) {
+		db.Spec.Users = []dbpilotv1alpha1.DatabaseUser{{Name: "report"}, {Name: "intruder"}}
+	})
+	g.Eventually(func(g Gomega) {
+		fetch(g, db)
+		degraded := findCondition(db, dbpilotv1alpha1.ConditionDegraded)
+		g.Expect(degraded).NotTo(BeNil())
+		g.Expect(degraded.Reason).To(Equal(dbpilotv1alpha1.ReasonUsersInvalid))
+		g.Expect(degraded.Message).To(ContainSubstring("spec.users[1]: Secret ledger.user.intruder is not dbpilot's for this user"))
+	}, convergeTimeout, pollInterval).Should(Succeed())
+	g.Expect(managed(g)).NotTo(HaveKey("intruder"))
+	fetch(g, intruder)
+	g.Expect(intruder.Data).To(Equal(map[string][]byte{desired.SecretKeyPassword: []byte("chosen-by-someone-else")}), "a Secret not dbpilot's is never written")
+
 	// Taken out again: Degraded clears, the locked user stays locked.
 	update(g, db, func(db *dbpilotv1alpha1.Database) {
 		db.Spec.Users = db.Spec.Users[:1]
@@ -114,4 +136,16 @@ func TestUsersReachThePodsWithoutARestart(t *testing.T) {
 	}, convergeTimeout, pollInterval).Should(Succeed())
 	g.Expect(managed(g)["etl_loader"].Locked).To(BeTrue())
 	g.Expect(podUIDs(g, db)).To(Equal(before), "no pod restarted")
+
+	// Deleted (deletionPolicy Retain): every user's Secret is kept, the
+	// removed user's too, released from the Database.
+	g.Expect(k8sClient.Delete(ctx, db)).To(Succeed())
+	g.Eventually(func() bool {
+		return isNotFound(k8sClient.Get(ctx, client.ObjectKeyFromObject(db), &dbpilotv1alpha1.Database{}))
+	}, convergeTimeout, pollInterval).Should(BeTrue(), "the Database is gone")
+	for _, user := range []string{"report", "etl_loader"} {
+		secret := userSecret(g, user)
+		g.Expect(secret.Labels).To(HaveKeyWithValue(dbpilotv1alpha1.LabelRetainedFrom, db.Name), "Secret %s", secret.Name)
+		g.Expect(secret.OwnerReferences).To(BeEmpty(), "Secret %s", secret.Name)
+	}
 }
