@@ -6,7 +6,6 @@ import (
 	"errors"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -19,6 +18,7 @@ import (
 // and, like PostgreSQL, loads a new one after it was asked to, on its own
 // time (when the test calls load), or never (a certificate it refuses).
 type reloadingServer struct {
+	idleEngine
 	files   TLS
 	loaded  []byte
 	reloads int
@@ -29,15 +29,7 @@ type reloadingServer struct {
 	refuse bool
 }
 
-func (s *reloadingServer) Initialized() (bool, error)                   { return true, nil }
-func (s *reloadingServer) Bootstrap(context.Context, Credentials) error { return nil }
-func (s *reloadingServer) ServerCommand() *exec.Cmd                     { return nil }
-func (s *reloadingServer) Ping(context.Context) error                   { return nil }
-func (s *reloadingServer) EnsureUsers(context.Context, Credentials) error {
-	return nil
-}
-func (s *reloadingServer) StopSignal() os.Signal { return os.Interrupt }
-func (s *reloadingServer) TLSFiles() TLS         { return s.files }
+func (s *reloadingServer) TLSFiles() TLS { return s.files }
 
 func (s *reloadingServer) ReloadTLS(context.Context) error {
 	s.reloads++

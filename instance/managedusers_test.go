@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -17,18 +16,13 @@ import (
 // keeperEngine counts what the instance asks of its users and answers
 // as told.
 type keeperEngine struct {
+	idleEngine
 	calls   int
 	primary bool
 	err     error
 	asked   string
 }
 
-func (e *keeperEngine) Initialized() (bool, error)                     { return true, nil }
-func (e *keeperEngine) Bootstrap(context.Context, Credentials) error   { return nil }
-func (e *keeperEngine) ServerCommand() *exec.Cmd                       { return nil }
-func (e *keeperEngine) Ping(context.Context) error                     { return nil }
-func (e *keeperEngine) EnsureUsers(context.Context, Credentials) error { return nil }
-func (e *keeperEngine) StopSignal() os.Signal                          { return os.Interrupt }
 func (e *keeperEngine) EnsureManagedUsers(_ context.Context, application string, _ []layout.ManagedUser) (bool, error) {
 	e.calls++
 	e.asked = application

@@ -314,19 +314,11 @@ func pgConnect(ctx context.Context, port int, user, password, database string) (
 func TestPostgresInstance(t *testing.T) {
 	pg := lookup(t, "postgres")
 	ctx := context.Background()
-	dir := pg.workDir(t)
-	creds := pg.mkdir(t, filepath.Join(dir, "credentials"))
-	sockets := pg.mkdir(t, filepath.Join(dir, "run"))
-	port := freePort(t)
-	credentials(t, pg, creds, "shop", "app-pass-1", "super-pass-1")
-	pg.writeFile(t, filepath.Join(dir, "postgresql.conf"), fmt.Sprintf(
-		"listen_addresses = '127.0.0.1'\nport = %d\nunix_socket_directories = '%s'\nshared_buffers = 32MB\n", port, sockets))
+	setup := postgresSetup(t, pg)
+	dir, creds, port, path := setup.dir, setup.creds, setup.port, setup.path
 	monitoringFile := filepath.Join(dir, "monitoring-password")
 	pg.writeFile(t, monitoringFile, "monitor-pass-1")
-	args := []string{"--engine=postgres", "--data-dir=" + filepath.Join(dir, "pgdata"),
-		"--config-file=" + filepath.Join(dir, "postgresql.conf"), "--socket=" + sockets,
-		"--port=" + strconv.Itoa(port), "--credentials-dir=" + creds, "--monitoring-password-file=" + monitoringFile}
-	path := "/usr/lib/postgresql/15/bin:/usr/bin:/bin"
+	args := append(setup.args, "--monitoring-password-file="+monitoringFile)
 	p := start(t, pg, path, args...)
 
 	app, err := pgConnect(ctx, port, "shop", "app-pass-1", "shop")
@@ -426,19 +418,11 @@ func mysqlConnect(ctx context.Context, port int, user, password, database string
 func TestMariaDBInstance(t *testing.T) {
 	my := lookup(t, "mysql")
 	ctx := context.Background()
-	dir := my.workDir(t)
-	creds := my.mkdir(t, filepath.Join(dir, "credentials"))
-	run := my.mkdir(t, filepath.Join(dir, "run"))
-	port := freePort(t)
-	credentials(t, my, creds, "shop", "app-pass-1", "super-pass-1")
-	my.writeFile(t, filepath.Join(dir, "my.cnf"), fmt.Sprintf(
-		"[mysqld]\nbind-address = 127.0.0.1\nport = %d\nskip-name-resolve\ninnodb_buffer_pool_size = 64M\n", port))
+	setup := mariadbSetup(t, my)
+	dir, creds, port, path := setup.dir, setup.creds, setup.port, setup.path
 	monitoringFile := filepath.Join(dir, "monitoring-password")
 	my.writeFile(t, monitoringFile, "monitor-pass-1")
-	args := []string{"--engine=mariadb", "--data-dir=" + filepath.Join(dir, "data"),
-		"--socket=" + filepath.Join(run, "mysqld.sock"), "--defaults-file=" + filepath.Join(dir, "my.cnf"),
-		"--credentials-dir=" + creds, "--monitoring-password-file=" + monitoringFile}
-	path := "/usr/sbin:/usr/bin:/bin"
+	args := append(setup.args, "--monitoring-password-file="+monitoringFile)
 	p := start(t, my, path, args...)
 
 	app, err := mysqlConnect(ctx, port, "shop", "app-pass-1", "shop")

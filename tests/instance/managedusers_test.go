@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"path/filepath"
-	"strconv"
 	"testing"
 	"time"
 
@@ -35,21 +33,14 @@ func managedUsersFile(t testing.TB, u osUser, path string, users ...layout.Manag
 func TestPostgresManagedUsers(t *testing.T) {
 	pg := lookup(t, "postgres")
 	ctx := context.Background()
-	dir := pg.workDir(t)
-	creds := pg.mkdir(t, filepath.Join(dir, "credentials"))
-	sockets := pg.mkdir(t, filepath.Join(dir, "run"))
-	port := freePort(t)
-	credentials(t, pg, creds, "shop", "app-pass-1", "super-pass-1")
-	pg.writeFile(t, filepath.Join(dir, "postgresql.conf"), fmt.Sprintf(
-		"listen_addresses = '127.0.0.1'\nport = %d\nunix_socket_directories = '%s'\nshared_buffers = 32MB\n", port, sockets))
-	usersFile := filepath.Join(dir, "users")
+	setup := postgresSetup(t, pg)
+	creds, port := setup.creds, setup.port
+	usersFile := filepath.Join(setup.dir, "users")
 	managedUsersFile(t, pg, usersFile,
 		layout.ManagedUser{Name: "report", Access: layout.AccessReadOnly, Password: "report-pass-1"},
 		layout.ManagedUser{Name: "etl", Access: layout.AccessReadWrite, Password: "etl-pass-1"},
 		layout.ManagedUser{Name: "shop", Access: layout.AccessReadOnly, Password: "not-the-app-password"})
-	p := start(t, pg, "/usr/lib/postgresql/15/bin:/usr/bin:/bin", "--engine=postgres", "--data-dir="+filepath.Join(dir, "pgdata"),
-		"--config-file="+filepath.Join(dir, "postgresql.conf"), "--socket="+sockets,
-		"--port="+strconv.Itoa(port), "--credentials-dir="+creds, "--users-file="+usersFile)
+	p := start(t, pg, setup.path, append(setup.args, "--users-file="+usersFile)...)
 
 	app, err := pgConnect(ctx, port, "shop", "app-pass-1", "shop")
 	if err != nil {
@@ -173,21 +164,14 @@ func TestPostgresManagedUsers(t *testing.T) {
 func TestMariaDBManagedUsers(t *testing.T) {
 	my := lookup(t, "mysql")
 	ctx := context.Background()
-	dir := my.workDir(t)
-	creds := my.mkdir(t, filepath.Join(dir, "credentials"))
-	run := my.mkdir(t, filepath.Join(dir, "run"))
-	port := freePort(t)
-	credentials(t, my, creds, "shop", "app-pass-1", "super-pass-1")
-	my.writeFile(t, filepath.Join(dir, "my.cnf"), fmt.Sprintf(
-		"[mysqld]\nbind-address = 127.0.0.1\nport = %d\nskip-name-resolve\ninnodb_buffer_pool_size = 64M\n", port))
-	usersFile := filepath.Join(dir, "users")
+	setup := mariadbSetup(t, my)
+	creds, port := setup.creds, setup.port
+	usersFile := filepath.Join(setup.dir, "users")
 	managedUsersFile(t, my, usersFile,
 		layout.ManagedUser{Name: "report", Access: layout.AccessReadOnly, Password: "report-pass-1"},
 		layout.ManagedUser{Name: "etl", Access: layout.AccessReadWrite, Password: "etl-pass-1"},
 		layout.ManagedUser{Name: "shop", Access: layout.AccessReadOnly, Password: "not-the-app-password"})
-	p := start(t, my, "/usr/sbin:/usr/bin:/bin", "--engine=mariadb", "--data-dir="+filepath.Join(dir, "data"),
-		"--socket="+filepath.Join(run, "mysqld.sock"), "--defaults-file="+filepath.Join(dir, "my.cnf"),
-		"--credentials-dir="+creds, "--users-file="+usersFile)
+	p := start(t, my, setup.path, append(setup.args, "--users-file="+usersFile)...)
 
 	app, err := mysqlConnect(ctx, port, "shop", "app-pass-1", "shop")
 	if err != nil {
