@@ -93,8 +93,11 @@ func (r *DatabaseReconciler) retainVolumes(ctx context.Context, db *dbpilotv1alp
 		return fmt.Errorf("listing the users' Secrets: %w", err)
 	}
 	for i := range users.Items {
-		if metav1.IsControlledBy(&users.Items[i], db) {
-			generated = append(generated, users.Items[i].Name)
+		if !metav1.IsControlledBy(&users.Items[i], db) {
+			continue
+		}
+		if err := r.release(ctx, db, &users.Items[i]); err != nil {
+			return fmt.Errorf("retaining Secret %s: %w", users.Items[i].Name, err)
 		}
 	}
 	for _, name := range generated {

@@ -115,7 +115,7 @@ func ManagedUserStatements(flavor Flavor, application string, users []layout.Man
 			Statement{"updating the user " + u.Name, "ALTER USER " + account + " " + auth + " ACCOUNT UNLOCK"},
 			Statement{"letting " + u.Name + " read", "GRANT SELECT ON " + database + " TO " + account})
 		if u.Access == layout.AccessReadWrite {
-			stmts = append(stmts, Statement{"letting " + u.Name + " write", "GRANT SELECT, INSERT, UPDATE, DELETE ON " + database + " TO " + account})
+			stmts = append(stmts, Statement{"letting " + u.Name + " write", "GRANT INSERT, UPDATE, DELETE ON " + database + " TO " + account})
 		} else {
 			stmts = append(stmts, Statement{"keeping " + u.Name + " from writing", "REVOKE INSERT, UPDATE, DELETE ON " + database + " FROM " + account})
 		}
