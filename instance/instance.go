@@ -332,7 +332,8 @@ func Run(ctx context.Context, engine Engine, files CredentialFiles, probes Probe
 	}
 	endpoints.setUsersApplied()
 	log.Info("engine ready, credentials applied")
-	kept := &managedUsers{file: files.UsersFile}
+	endpoints.managedUsers.Store(nil)
+	kept := &managedUsers{file: files.UsersFile, published: &endpoints.managedUsers}
 	usersCtx, cancel := context.WithTimeout(ctx, credentialsPollInterval)
 	kept.follow(usersCtx, engine, creds.Username, time.Now(), log)
 	cancel()

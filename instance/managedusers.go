@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"slices"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/dbpilot/dbpilot/instance/layout"
@@ -16,12 +19,29 @@ import (
 // (layout.ManagedUser).
 type UserKeeper interface {
 	// EnsureManagedUsers brings the engine's managed users to users on a
-	// primary, and reports true. A replica, which receives the users from
-	// its primary, only ends the sessions of the locked ones, and reports
-	// false: it is asked again, so it keeps users once promoted. The
+	// primary, and reports true, with the users whose statements failed
+	// (refused: each error names what failed, never a password); the
+	// others are kept. A replica, which receives the users from its
+	// primary, only ends the sessions of the locked ones, and reports
+	// false: it is asked again, so it keeps users once promoted. err is a
+	// failure that kept no user (the engine does not answer). The
 	// application user and the users dbpilot keeps are never touched,
 	// whatever users says.
-	EnsureManagedUsers(ctx context.Context, application string, users []layout.ManagedUser) (bool, error)
+	EnsureManagedUsers(ctx context.Context, application string, users []layout.ManagedUser) (primary bool, refused map[string]error, err error)
+}
+
+// RefuseUser records in refused that a statement of user's failed: what
+// it did and err, each of secrets (the password, and what the engine
+// derives from it) replaced, for an engine may quote the statement it
+// refused.
+func RefuseUser(refused map[string]error, user, what string, err error, secrets ...string) {
+	message := err.Error()
+	for _, secret := range secrets {
+		if secret != "" {
+			message = strings.ReplaceAll(message, secret, "[redacted]")
+		}
+	}
+	refused[user] = errors.Join(refused[user], fmt.Errorf("%s: %s", what, message))
 }
 
 // ReadManagedUsers reads the managed users' file; a file that does not
@@ -48,9 +68,12 @@ func ReadManagedUsers(path string) ([]layout.ManagedUser, error) {
 // locked users, is asked at every poll for replicaUsersWindow after a
 // change (the locks reach it by replication meanwhile), then every
 // maxUsersRetryInterval: so it also keeps the users soon after a
-// promotion.
+// promotion. What a primary kept and what its engine refused is
+// published for the status (keptUsers).
 type managedUsers struct {
 	file string
+	// published is where the status reads what was kept.
+	published *atomic.Pointer[keptUsers]
 	// applied is what the primary applied last; nil before.
 	applied []layout.ManagedUser
 	// tried is what was last asked of the engine, and changed when it
@@ -80,7 +103,11 @@ func (m *managedUsers) follow(ctx context.Context, engine Engine, application st
 		log.Error("reading spec.users; retrying", "error", err.Error())
 		return
 	}
-	if len(users) == 0 || (m.applied != nil && slices.Equal(users, m.applied)) {
+	if len(users) == 0 {
+		m.publish(nil)
+		return
+	}
+	if m.applied != nil && slices.Equal(users, m.applied) {
 		return
 	}
 	if !slices.Equal(users, m.tried) {
@@ -89,7 +116,14 @@ func (m *managedUsers) follow(ctx context.Context, engine Engine, application st
 	if now.Before(m.next) {
 		return
 	}
-	primary, err := keeper.EnsureManagedUsers(ctx, application, users)
+	primary, refused, err := keeper.EnsureManagedUsers(ctx, application, users)
+	if err == nil && primary {
+		m.publish(&keptUsers{users: users, refused: refused})
+		err = JoinRefusals(refused)
+	} else if err == nil {
+		// A replica reports no user: its primary does.
+		m.publish(nil)
+	}
 	switch {
 	case err != nil:
 		// The error names a statement's purpose and a user, never a
@@ -105,4 +139,48 @@ func (m *managedUsers) follow(ctx context.Context, engine Engine, application st
 	default:
 		m.failures, m.next = 0, now.Add(maxUsersRetryInterval)
 	}
+}
+
+// publish makes kept what the status reports; nil reports no user.
+func (m *managedUsers) publish(kept *keptUsers) {
+	if m.published != nil {
+		m.published.Store(kept)
+	}
+}
+
+// keptUsers is what a primary's engine did with the users of a managed
+// users' file: each one whose statements all succeeded is kept as the
+// file says; each one refused is not.
+type keptUsers struct {
+	users   []layout.ManagedUser
+	refused map[string]error
+}
+
+// report is kept as the status tells it, by user name, each kept entry
+// named by its digest keyed with key (layout.ManagedUserDigest).
+func (k *keptUsers) report(key string) []layout.ManagedUserReport {
+	if k == nil {
+		return nil
+	}
+	var reports []layout.ManagedUserReport
+	for _, u := range k.users {
+		report := layout.ManagedUserReport{Name: u.Name}
+		if why := k.refused[u.Name]; why != nil {
+			report.Refused = why.Error()
+		} else {
+			report.Kept = layout.ManagedUserDigest(key, u)
+		}
+		reports = append(reports, report)
+	}
+	slices.SortFunc(reports, func(a, b layout.ManagedUserReport) int { return strings.Compare(a.Name, b.Name) })
+	return reports
+}
+
+// JoinRefusals is refused as one error, by user name; nil without any.
+func JoinRefusals(refused map[string]error) error {
+	var each []error
+	for _, user := range slices.Sorted(maps.Keys(refused)) {
+		each = append(each, refused[user])
+	}
+	return errors.Join(each...)
 }

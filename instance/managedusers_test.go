@@ -7,6 +7,9 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,13 +23,14 @@ type keeperEngine struct {
 	calls   int
 	primary bool
 	err     error
+	refused map[string]error
 	asked   string
 }
 
-func (e *keeperEngine) EnsureManagedUsers(_ context.Context, application string, _ []layout.ManagedUser) (bool, error) {
+func (e *keeperEngine) EnsureManagedUsers(_ context.Context, application string, _ []layout.ManagedUser) (bool, map[string]error, error) {
 	e.calls++
 	e.asked = application
-	return e.primary, e.err
+	return e.primary, e.refused, e.err
 }
 
 func TestManagedUsersFollow(t *testing.T) {
@@ -109,4 +113,54 @@ func TestManagedUsersFollow(t *testing.T) {
 			t.Error("promoted, it never kept the users")
 		}
 	})
+	t.Run("a primary reports what it kept and what was refused", func(t *testing.T) {
+		e := &keeperEngine{primary: true, refused: map[string]error{"etl": errors.New("letting etl write: permission denied")}}
+		var published atomic.Pointer[keptUsers]
+		m := &managedUsers{file: filepath.Join(t.TempDir(), "users"), published: &published}
+		write(t, m.file, `[{"name":"report","access":"ReadOnly","password":"p"},{"name":"etl","access":"ReadWrite","password":"q"}]`)
+		m.follow(ctx, e, "app", at(0), log)
+		reports := published.Load().report("key")
+		want := []layout.ManagedUserReport{
+			{Name: "etl", Refused: "letting etl write: permission denied"},
+			{Name: "report", Kept: layout.ManagedUserDigest("key", layout.ManagedUser{Name: "report", Access: layout.AccessReadOnly, Password: "p"})},
+		}
+		if !slices.Equal(reports, want) {
+			t.Errorf("reports %+v, want %+v", reports, want)
+		}
+		if m.applied != nil {
+			t.Error("a refusal counts as applied: it would not be retried")
+		}
+		m.follow(ctx, e, "app", at(2), log)
+		if e.calls != 1 {
+			t.Errorf("%d calls at once after a refusal, want a backoff", e.calls)
+		}
+		e.refused = nil
+		m.follow(ctx, e, "app", at(4), log)
+		for _, r := range published.Load().report("key") {
+			if r.Kept == "" || r.Refused != "" {
+				t.Errorf("retried without a refusal: %+v", r)
+			}
+		}
+		e.primary = false
+		write(t, m.file, one)
+		m.follow(ctx, e, "app", at(6), log)
+		if r := published.Load().report("key"); r != nil {
+			t.Errorf("a replica reports users: %+v", r)
+		}
+	})
+}
+
+func TestRefuseUserTellsNoSecret(t *testing.T) {
+	refused := map[string]error{}
+	RefuseUser(refused, "etl", "updating the user etl", errors.New(`syntax error near 'IDENTIFIED BY 's3cret' / *94BB'`), "s3cret", "*94BB")
+	RefuseUser(refused, "etl", "letting etl read", errors.New("denied"))
+	got := refused["etl"].Error()
+	if strings.Contains(got, "s3cret") || strings.Contains(got, "*94BB") {
+		t.Errorf("the refusal tells a secret: %s", got)
+	}
+	for _, want := range []string{"updating the user etl: syntax error near 'IDENTIFIED BY '[redacted]' / [redacted]'", "letting etl read: denied"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the refusal %q lacks %q", got, want)
+		}
+	}
 }

@@ -30,6 +30,9 @@ type probeServer struct {
 	// engineRunning is true while the supervisor runs the engine.
 	engineRunning atomic.Bool
 	usersApplied  atomic.Bool
+	// managedUsers is what the primary kept of spec.users, nil on a
+	// replica and before the first look.
+	managedUsers atomic.Pointer[keptUsers]
 	// backups runs base backups; nil for an engine that takes none.
 	backups *backupJobs
 	server  *http.Server

@@ -41,6 +41,7 @@ func (p *probeServer) statusHandler(w http.ResponseWriter, r *http.Request) {
 		status.Fenced = isFenced(p.membership.StateDir)
 	}
 	status.CredentialsApplied = p.usersApplied.Load()
+	status.Users = p.managedUsers.Load().report(p.token())
 	if p.membership.DesignationDir != "" {
 		if d, err := ReadDesignation(p.membership.DesignationDir); err == nil {
 			status.DesignatedPrimary, status.Epoch = d.Primary, d.Epoch

@@ -218,6 +218,9 @@ type InstanceStatus struct {
 	// Archive reports a primary's WAL (or binlog) archiving, when the
 	// Database has a backup destination.
 	Archive *ArchiveStatus `json:"archive,omitempty"`
+	// Users is how a primary keeps the users of the managed users' file,
+	// by name; a replica reports none.
+	Users []ManagedUserReport `json:"users,omitempty"`
 }
 
 // CertificateStatus is what an instance reports at CertificatesPath about

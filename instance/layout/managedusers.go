@@ -1,6 +1,9 @@
 package layout
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -85,4 +88,45 @@ func LockedFirst(users []ManagedUser) []ManagedUser {
 		return 1
 	})
 	return sorted
+}
+
+// ManagedUserReport is how a primary keeps one user of the managed users'
+// file, as InstanceStatus.Users reports it. It holds no password.
+type ManagedUserReport struct {
+	// Name is the user's name.
+	Name string `json:"name"`
+	// Kept is the ManagedUserDigest of the entry the engine holds: the
+	// last one whose statements all succeeded; "" when none did since the
+	// engine started, or since one failed.
+	Kept string `json:"kept,omitempty"`
+	// Refused says why the engine refused the statements of the user's
+	// latest entry (never a password); "" once they succeed.
+	Refused string `json:"refused,omitempty"`
+}
+
+// ManagedUserDigest is what a report names an entry by: HMAC-SHA256 (hex)
+// of its JSON, keyed with the replication password. The instance
+// program's status answers anyone who reaches it, and a digest of a
+// password the owner chose could be guessed offline: a keyed one cannot
+// without the key.
+func ManagedUserDigest(key string, u ManagedUser) string {
+	entry, err := json.Marshal(u)
+	if err != nil {
+		// A struct of strings and a bool always marshals.
+		panic(err)
+	}
+	mac := hmac.New(sha256.New, []byte(key))
+	mac.Write(entry)
+	return hex.EncodeToString(mac.Sum(nil))
+}
+
+// PasswordOf is the password of the user named name in users; "" when
+// it is not there or is locked.
+func PasswordOf(users []ManagedUser, name string) string {
+	for _, u := range users {
+		if u.Name == name {
+			return u.Password
+		}
+	}
+	return ""
 }

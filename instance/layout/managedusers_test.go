@@ -49,3 +49,22 @@ func TestLockedFirst(t *testing.T) {
 		t.Errorf("LockedFirst: %s, want bdac", names)
 	}
 }
+
+func TestManagedUserDigestIsKeyed(t *testing.T) {
+	u := ManagedUser{Name: "report", Access: AccessReadOnly, Password: "p"}
+	d := ManagedUserDigest("key", u)
+	if d != ManagedUserDigest("key", u) {
+		t.Error("the same entry and key give two digests")
+	}
+	other := u
+	other.Password = "q"
+	for what, digest := range map[string]string{
+		"another key":      ManagedUserDigest("other", u),
+		"another password": ManagedUserDigest("key", other),
+		"no key":           FileDigest([]byte(`{"name":"report","access":"ReadOnly","password":"p"}`)),
+	} {
+		if digest == d {
+			t.Errorf("%s gives the same digest", what)
+		}
+	}
+}

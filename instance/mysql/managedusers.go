@@ -17,39 +17,48 @@ var _ instance.UserKeeper = (*Engine)(nil)
 // EnsureManagedUsers keeps the users of spec.users on a primary
 // (ManagedUserStatements) and ends the sessions of the locked ones, on a
 // replica too.
-func (e *Engine) EnsureManagedUsers(ctx context.Context, application string, users []layout.ManagedUser) (bool, error) {
+func (e *Engine) EnsureManagedUsers(ctx context.Context, application string, users []layout.ManagedUser) (bool, map[string]error, error) {
 	db, err := e.connect(ctx, instance.Credentials{})
 	if err != nil {
-		return false, err
+		return false, nil, err
 	}
 	defer db.Close()
 	replica := e.Flavor == MySQL && e.Replication.CloneFrom != ""
 	if !replica {
 		if replica, _, _, err = replicaState(ctx, db); err != nil {
-			return false, err
+			return false, nil, err
 		}
 	}
+	refused := map[string]error{}
 	if !replica {
 		// Each statement is tried whatever came before: one user's
 		// failure keeps no other user as it was.
-		var failed []error
 		for _, stmt := range ManagedUserStatements(e.Flavor, application, users) {
 			if _, err := db.ExecContext(ctx, stmt.SQL); err != nil {
-				failed = append(failed, fmt.Errorf("%s: %w", stmt.What, err))
+				password := layout.PasswordOf(users, stmt.User)
+				instance.RefuseUser(refused, stmt.User, stmt.What, err, password, nativePasswordHash(password))
 			}
-		}
-		if len(failed) > 0 {
-			return false, errors.Join(failed...)
 		}
 	}
 	for _, u := range users {
 		if u.Locked && keepsManagedUser(e.Flavor, application, u.Name) {
 			if err := endSessions(ctx, db, u.Name); err != nil {
-				return false, fmt.Errorf("ending the sessions of the locked user %s: %w", u.Name, err)
+				instance.RefuseUser(refused, u.Name, "ending the sessions of the locked user", err)
 			}
 		}
 	}
-	return !replica, nil
+	if replica {
+		// A replica keeps no user: what failed there is retried, and
+		// logged, without a report.
+		return false, nil, instance.JoinRefusals(refused)
+	}
+	return true, refused, nil
+}
+
+// UserStatement is a Statement that keeps one managed user.
+type UserStatement struct {
+	User string
+	Statement
 }
 
 // endSessions kills the sessions of user.
@@ -94,30 +103,35 @@ func keepsManagedUser(flavor Flavor, application, name string) bool {
 // log in; what it owns and its grants stay. A session keeps the database
 // privileges it had until it reconnects (the server's rule). The locks
 // come first (layout.LockedFirst).
-func ManagedUserStatements(flavor Flavor, application string, users []layout.ManagedUser) []Statement {
+func ManagedUserStatements(flavor Flavor, application string, users []layout.ManagedUser) []UserStatement {
 	database := quoteIdentifier(application) + ".*"
-	var stmts []Statement
+	var stmts []UserStatement
 	for _, u := range layout.LockedFirst(users) {
+		add := func(each ...Statement) {
+			for _, stmt := range each {
+				stmts = append(stmts, UserStatement{u.Name, stmt})
+			}
+		}
 		if !keepsManagedUser(flavor, application, u.Name) {
 			continue
 		}
 		account := quoteString(u.Name) + "@'%'"
 		if u.Locked {
-			stmts = append(stmts, Statement{"locking the removed user " + u.Name, "ALTER USER IF EXISTS " + account + " ACCOUNT LOCK"})
+			add(Statement{"locking the removed user " + u.Name, "ALTER USER IF EXISTS " + account + " ACCOUNT LOCK"})
 			continue
 		}
 		auth := "IDENTIFIED BY PASSWORD " + quoteString(nativePasswordHash(u.Password))
 		if flavor == MySQL {
 			auth = "IDENTIFIED BY " + quoteString(u.Password)
 		}
-		stmts = append(stmts,
+		add(
 			Statement{"creating the user " + u.Name, "CREATE USER IF NOT EXISTS " + account + " " + auth},
 			Statement{"updating the user " + u.Name, "ALTER USER " + account + " " + auth + " ACCOUNT UNLOCK"},
 			Statement{"letting " + u.Name + " read", "GRANT SELECT ON " + database + " TO " + account})
 		if u.Access == layout.AccessReadWrite {
-			stmts = append(stmts, Statement{"letting " + u.Name + " write", "GRANT INSERT, UPDATE, DELETE ON " + database + " TO " + account})
+			add(Statement{"letting " + u.Name + " write", "GRANT INSERT, UPDATE, DELETE ON " + database + " TO " + account})
 		} else {
-			stmts = append(stmts, Statement{"keeping " + u.Name + " from writing", "REVOKE INSERT, UPDATE, DELETE ON " + database + " FROM " + account})
+			add(Statement{"keeping " + u.Name + " from writing", "REVOKE INSERT, UPDATE, DELETE ON " + database + " FROM " + account})
 		}
 	}
 	return stmts

@@ -2,8 +2,6 @@ package postgres
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -17,57 +15,69 @@ var _ instance.UserKeeper = (*Engine)(nil)
 // EnsureManagedUsers keeps the users of spec.users on a primary
 // (ManagedUserStatements) and ends the sessions of the locked ones, on a
 // replica too.
-func (e *Engine) EnsureManagedUsers(ctx context.Context, application string, users []layout.ManagedUser) (bool, error) {
+func (e *Engine) EnsureManagedUsers(ctx context.Context, application string, users []layout.ManagedUser) (bool, map[string]error, error) {
 	conn, err := e.connect(ctx)
 	if err != nil {
-		return false, err
+		return false, nil, err
 	}
 	defer conn.Close(ctx)
 	recovering, err := inRecovery(ctx, conn)
 	if err != nil {
-		return false, err
+		return false, nil, err
 	}
+	refused := map[string]error{}
 	if !recovering {
 		existing := map[string]bool{}
 		rows, err := conn.Query(ctx, "SELECT rolname FROM pg_roles")
 		if err != nil {
-			return false, err
+			return false, nil, err
 		}
 		names, err := pgx.CollectRows(rows, pgx.RowTo[string])
 		if err != nil {
-			return false, err
+			return false, nil, err
 		}
 		for _, name := range names {
 			existing[name] = true
 		}
-		verifiers := map[string]string{}
+		verifiers, unverified := map[string]string{}, map[string]bool{}
 		for _, u := range users {
 			if !u.Locked {
 				if verifiers[u.Name], err = scramVerifier(u.Password); err != nil {
-					return false, err
+					instance.RefuseUser(refused, u.Name, "deriving the password's verifier", err, u.Password)
+					unverified[u.Name] = true
 				}
 			}
 		}
 		// Each statement is tried whatever came before: one user's
 		// failure keeps no other user as it was.
-		var failed []error
 		for _, stmt := range ManagedUserStatements(application, users, verifiers, existing) {
-			if _, err := conn.Exec(ctx, stmt.SQL); err != nil {
-				failed = append(failed, fmt.Errorf("%s: %w", stmt.What, err))
+			if unverified[stmt.User] {
+				continue
 			}
-		}
-		if len(failed) > 0 {
-			return false, errors.Join(failed...)
+			if _, err := conn.Exec(ctx, stmt.SQL); err != nil {
+				instance.RefuseUser(refused, stmt.User, stmt.What, err, layout.PasswordOf(users, stmt.User), verifiers[stmt.User])
+			}
 		}
 	}
 	for _, u := range users {
 		if u.Locked && keepsManagedUser(application, u.Name) {
 			if _, err := conn.Exec(ctx, "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1", u.Name); err != nil {
-				return false, fmt.Errorf("ending the sessions of the locked user %s: %w", u.Name, err)
+				instance.RefuseUser(refused, u.Name, "ending the sessions of the locked user", err)
 			}
 		}
 	}
-	return !recovering, nil
+	if recovering {
+		// A replica keeps no user: what failed there is retried, and
+		// logged, without a report.
+		return false, nil, instance.JoinRefusals(refused)
+	}
+	return true, refused, nil
+}
+
+// UserStatement is a Statement that keeps one managed user.
+type UserStatement struct {
+	User string
+	Statement
 }
 
 // keepsManagedUser is whether a managed user of that name is kept: never
@@ -86,35 +96,40 @@ func keepsManagedUser(application, name string) bool {
 // not own (PostgreSQL 15 gives PUBLIC no CREATE on the public schema). A
 // locked user may no longer log in; what it owns and its grants stay.
 // The locks come first (layout.LockedFirst).
-func ManagedUserStatements(application string, users []layout.ManagedUser, verifiers map[string]string, existing map[string]bool) []Statement {
+func ManagedUserStatements(application string, users []layout.ManagedUser, verifiers map[string]string, existing map[string]bool) []UserStatement {
 	database := pgx.Identifier{application}.Sanitize()
-	var stmts []Statement
+	var stmts []UserStatement
 	for _, u := range layout.LockedFirst(users) {
+		add := func(each ...Statement) {
+			for _, stmt := range each {
+				stmts = append(stmts, UserStatement{u.Name, stmt})
+			}
+		}
 		if !keepsManagedUser(application, u.Name) {
 			continue
 		}
 		role := pgx.Identifier{u.Name}.Sanitize()
 		if u.Locked {
 			if existing[u.Name] {
-				stmts = append(stmts, Statement{"locking the removed user " + u.Name, "ALTER ROLE " + role + " NOLOGIN"})
+				add(Statement{"locking the removed user " + u.Name, "ALTER ROLE " + role + " NOLOGIN"})
 			}
 			continue
 		}
 		attributes := "LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS PASSWORD " + literal(verifiers[u.Name])
 		if existing[u.Name] {
-			stmts = append(stmts, Statement{"updating the user " + u.Name, "ALTER ROLE " + role + " WITH " + attributes})
+			add(Statement{"updating the user " + u.Name, "ALTER ROLE " + role + " WITH " + attributes})
 		} else {
-			stmts = append(stmts, Statement{"creating the user " + u.Name, "CREATE ROLE " + role + " WITH " + attributes})
+			add(Statement{"creating the user " + u.Name, "CREATE ROLE " + role + " WITH " + attributes})
 		}
-		stmts = append(stmts,
+		add(
 			Statement{"letting " + u.Name + " connect to the application database", "GRANT CONNECT ON DATABASE " + database + " TO " + role},
 			Statement{"letting " + u.Name + " read", "GRANT pg_read_all_data TO " + role})
 		if u.Access == layout.AccessReadWrite {
-			stmts = append(stmts,
+			add(
 				Statement{"letting " + u.Name + " write", "GRANT pg_write_all_data TO " + role},
 				Statement{"making " + u.Name + "'s sessions writable", "ALTER ROLE " + role + " RESET default_transaction_read_only"})
 		} else {
-			stmts = append(stmts,
+			add(
 				Statement{"keeping " + u.Name + " from writing", "REVOKE pg_write_all_data FROM " + role},
 				Statement{"making " + u.Name + "'s sessions read-only", "ALTER ROLE " + role + " SET default_transaction_read_only = on"})
 		}

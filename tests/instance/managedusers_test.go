@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -25,7 +27,10 @@ func managedUsersFile(t testing.TB, u osUser, path string, users ...layout.Manag
 // TestPostgresManagedUsers: the users of spec.users are created with their
 // access (ReadOnly reads and writes nothing, ReadWrite writes rows,
 // neither creates a table nor reaches another database); a user named as
-// the application user changes nothing of it; an access raised and a
+// the application user changes nothing of it; /status reports each user
+// kept by its entry's digest, and the engine's refusal of a user made a
+// member of a role it is granted (a cycle), which the retry keeps once
+// the cycle is gone; an access raised and a
 // password rotated apply to the running engine; a removed (locked) user
 // loses its open session and its login, keeps its rows, and logs in again
 // once listed again; removed again and then made the application user, it
@@ -92,6 +97,36 @@ func TestPostgresManagedUsers(t *testing.T) {
 	if err := etl.QueryRow(ctx, "SELECT rolsuper, rolcreaterole, rolcreatedb FROM pg_roles WHERE rolname = current_user").Scan(&super, &createRole, &createDB); err != nil || super || createRole || createDB {
 		t.Errorf("the ReadWrite user is privileged: superuser=%t createrole=%t createdb=%t (%v)", super, createRole, createDB, err)
 	}
+
+	// The status tells each user kept as the file lists it.
+	kept := layout.ManagedUser{Name: "report", Access: layout.AccessReadOnly, Password: "report-pass-1"}
+	eventually(t, 10*time.Second, "the status reports the users kept", func() error {
+		return reportsUser(p, "report", layout.ManagedUserDigest("", kept), "")
+	})
+
+	// A statement the engine refuses: report made a member of what it is
+	// granted (PostgreSQL refuses the circle), then given a new password.
+	// The status tells the refusal, and the retry keeps it once the
+	// circle is gone.
+	admin, err := pgConnect(ctx, port, "postgres", "super-pass-1", "postgres")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer admin.Close(ctx)
+	if _, err := admin.Exec(ctx, "REVOKE pg_read_all_data FROM report; GRANT report TO pg_read_all_data"); err != nil {
+		t.Fatal(err)
+	}
+	kept.Password = "report-pass-circle"
+	managedUsersFile(t, pg, usersFile, kept, layout.ManagedUser{Name: "etl", Access: layout.AccessReadWrite, Password: "etl-pass-1"})
+	eventually(t, 15*time.Second, "the status reports the refusal", func() error {
+		return reportsUser(p, "report", "", "letting report read")
+	})
+	if _, err := admin.Exec(ctx, "REVOKE report FROM pg_read_all_data"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 30*time.Second, "the retry keeps the user", func() error {
+		return reportsUser(p, "report", layout.ManagedUserDigest("", kept), "")
+	})
 
 	// report raised to ReadWrite with a new password, etl removed while
 	// its session is open.
@@ -192,6 +227,10 @@ func TestMariaDBManagedUsers(t *testing.T) {
 		}
 		return err
 	})
+	etlEntry := layout.ManagedUser{Name: "etl", Access: layout.AccessReadWrite, Password: "etl-pass-1"}
+	eventually(t, 10*time.Second, "the status reports the users kept", func() error {
+		return reportsUser(p, "etl", layout.ManagedUserDigest("", etlEntry), "")
+	})
 	report, err := mysqlConnect(ctx, port, "report", "report-pass-1", "shop")
 	if err != nil {
 		t.Fatal(err)
@@ -291,4 +330,29 @@ func TestMariaDBManagedUsers(t *testing.T) {
 		return err
 	})
 	p.stop(t)
+}
+
+// reportsUser checks the instance's status: the user is reported kept
+// with the digest kept ("" for none), and refused with a message holding
+// refused ("" for none).
+func reportsUser(p *program, user, kept, refused string) error {
+	resp, err := p.client.Get(strings.Replace(p.probe, "/readyz", layout.StatusPath, 1))
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	var status layout.InstanceStatus
+	if err := json.NewDecoder(resp.Body).Decode(&status); err != nil {
+		return err
+	}
+	for _, r := range status.Users {
+		if r.Name != user {
+			continue
+		}
+		if r.Kept != kept || (refused == "") != (r.Refused == "") || !strings.Contains(r.Refused, refused) {
+			return fmt.Errorf("%s is reported kept %q, refused %q", user, r.Kept, r.Refused)
+		}
+		return nil
+	}
+	return fmt.Errorf("%s is not reported: %+v", user, status.Users)
 }
