@@ -26,6 +26,10 @@ type observation struct {
 	pods               []corev1.Pod
 	credentialsProblem string
 	usersProblem       string
+	// users is what the pass knows of spec.users; usersSeen is false when
+	// it did not look, which keeps the stored status.users.
+	users     usersSeen
+	usersSeen bool
 	tlsProblem         string
 	// clientCertificateProblem says why the application user's client
 	// certificate cannot be issued.
@@ -215,6 +219,8 @@ func buildConditions(db *dbpilotv1alpha1.Database, obs observation, current []me
 		set(dbpilotv1alpha1.ConditionDegraded, metav1.ConditionTrue, dbpilotv1alpha1.ReasonClientCertificateInvalid, obs.clientCertificateProblem)
 	case parametersRefusal(obs.instances) != "":
 		set(dbpilotv1alpha1.ConditionDegraded, metav1.ConditionTrue, dbpilotv1alpha1.ReasonParametersRefused, parametersRefusal(obs.instances))
+	case obs.usersSeen && usersRefusal(obs.users, obs.primary, primaryReport(obs.primary, obs.instances)) != "":
+		set(dbpilotv1alpha1.ConditionDegraded, metav1.ConditionTrue, dbpilotv1alpha1.ReasonUsersRefused, usersRefusal(obs.users, obs.primary, primaryReport(obs.primary, obs.instances)))
 	case obs.backup.restoreFailure != "":
 		set(dbpilotv1alpha1.ConditionDegraded, metav1.ConditionTrue, dbpilotv1alpha1.ReasonRestoreFailed, obs.backup.restoreFailure)
 	case obs.degradingErr != nil:

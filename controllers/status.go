@@ -65,6 +65,10 @@ func buildStatus(db *dbpilotv1alpha1.Database, obs observation, now metav1.Time)
 		status.Instances = db.Status.Instances
 		status.CurrentPrimary = db.Status.CurrentPrimary
 	}
+	status.Users = db.Status.Users
+	if obs.usersSeen && obs.instances != nil {
+		status.Users = userStatuses(obs.users, obs.primary, primaryReport(obs.primary, obs.instances), db.Status.Users)
+	}
 	status.Conditions = buildConditions(db, obs, db.Status.Conditions, now)
 	if obs.failingOver != nil {
 		obs.failingOver.ObservedGeneration, obs.failingOver.LastTransitionTime = db.Generation, now
@@ -91,6 +95,8 @@ func (r *DatabaseReconciler) writeStatus(ctx context.Context, s *scope, reconcil
 		pods:                     s.pods,
 		credentialsProblem:       s.credentialsProblem,
 		usersProblem:             s.usersProblem,
+		users:                    s.users,
+		usersSeen:                s.usersSeen,
 		tlsProblem:               s.tlsProblem,
 		clientCertificateProblem: s.clientCertificateProblem,
 		volumeProblem:            s.volumeProblem,

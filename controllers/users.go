@@ -29,9 +29,14 @@ func (r *DatabaseReconciler) reconcileUsers(ctx context.Context, s *scope) (ctrl
 	db := s.db
 	passwords := map[string]string{}
 	var problems []string
+	problemOf := map[string]string{}
+	refuse := func(user, problem string) {
+		problems = append(problems, problem)
+		problemOf[user] = problem
+	}
 	for i, u := range db.Spec.Users {
 		if u.Name == s.applicationUser {
-			problems = append(problems, fmt.Sprintf("spec.users[%d].name: %q is the application user (the credentials Secret's %s); it is left as it is", i, u.Name, desired.SecretKeyUsername))
+			refuse(u.Name, fmt.Sprintf("spec.users[%d].name: %q is the application user (the credentials Secret's %s); it is left as it is", i, u.Name, desired.SecretKeyUsername))
 			continue
 		}
 		key := client.ObjectKey{Namespace: db.Namespace, Name: db.UserSecretName(u.Name)}
@@ -46,24 +51,31 @@ func (r *DatabaseReconciler) reconcileUsers(ctx context.Context, s *scope) (ctrl
 			return ctrl.Result{}, err
 		}
 		if secret.Labels[dbpilotv1alpha1.LabelUser] != u.Name || secret.Labels[dbpilotv1alpha1.LabelDatabase] != db.Name {
-			problems = append(problems, fmt.Sprintf("spec.users[%d]: Secret %s is not dbpilot's for this user (labels %s=%s, %s=%s); the user keeps its former password",
+			refuse(u.Name, fmt.Sprintf("spec.users[%d]: Secret %s is not dbpilot's for this user (labels %s=%s, %s=%s); the user keeps its former password",
 				i, key.Name, dbpilotv1alpha1.LabelDatabase, db.Name, dbpilotv1alpha1.LabelUser, u.Name))
 			continue
 		}
 		password := strings.TrimRight(string(secret.Data[desired.SecretKeyPassword]), "\n")
 		if password == "" {
-			problems = append(problems, fmt.Sprintf("spec.users[%d]: Secret %s lacks the key %s; the user keeps its former password", i, key.Name, desired.SecretKeyPassword))
+			refuse(u.Name, fmt.Sprintf("spec.users[%d]: Secret %s lacks the key %s; the user keeps its former password", i, key.Name, desired.SecretKeyPassword))
 			continue
 		}
 		passwords[u.Name] = password
 	}
 	s.usersProblem = strings.Join(problems, "; ")
-	return ctrl.Result{}, r.writeManagedUsers(ctx, db, passwords)
+	seen, err := r.writeManagedUsers(ctx, db, passwords)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	seen.problems = problemOf
+	s.users, s.usersSeen = seen, true
+	return ctrl.Result{}, nil
 }
 
 // writeManagedUsers puts the users the pods keep into the replication
-// Secret, when they differ from those it holds.
-func (r *DatabaseReconciler) writeManagedUsers(ctx context.Context, db *dbpilotv1alpha1.Database, passwords map[string]string) error {
+// Secret, when they differ from those it holds, and tells what it lists
+// and the key of the primary's report.
+func (r *DatabaseReconciler) writeManagedUsers(ctx context.Context, db *dbpilotv1alpha1.Database, passwords map[string]string) (usersSeen, error) {
 	secret := &corev1.Secret{}
 	key := client.ObjectKey{Namespace: db.Namespace, Name: db.ReplicationSecretName()}
 	err := r.Client.Get(ctx, key, secret)
@@ -72,7 +84,7 @@ func (r *DatabaseReconciler) writeManagedUsers(ctx context.Context, db *dbpilotv
 		err = r.APIReader.Get(ctx, key, secret)
 	}
 	if err != nil {
-		return fmt.Errorf("reading Secret %s: %w", key.Name, err)
+		return usersSeen{}, fmt.Errorf("reading Secret %s: %w", key.Name, err)
 	}
 	current := secret.Data[layout.KeyUsers]
 	previous, err := layout.ParseManagedUsers(current)
@@ -83,15 +95,16 @@ func (r *DatabaseReconciler) writeManagedUsers(ctx context.Context, db *dbpilotv
 		previous = nil
 	}
 	users := desired.ManagedUsers(db.Spec.Users, passwords, previous)
+	seen := usersSeen{listed: users, key: string(secret.Data[layout.KeyReplicationPassword])}
 	if len(users) == 0 && len(current) == 0 {
-		return nil
+		return seen, nil
 	}
 	wanted, err := layout.FormatManagedUsers(users)
 	if err != nil {
-		return err
+		return usersSeen{}, err
 	}
 	if bytes.Equal(wanted, current) {
-		return nil
+		return seen, nil
 	}
 	patch := client.MergeFromWithOptions(secret.DeepCopy(), client.MergeFromWithOptimisticLock{})
 	if secret.Data == nil {
@@ -99,13 +112,13 @@ func (r *DatabaseReconciler) writeManagedUsers(ctx context.Context, db *dbpilotv
 	}
 	secret.Data[layout.KeyUsers] = wanted
 	if err := r.Client.Patch(ctx, secret, patch, client.FieldOwner(FieldOwner)); err != nil {
-		return fmt.Errorf("writing the users into Secret %s: %w", key.Name, err)
+		return usersSeen{}, fmt.Errorf("writing the users into Secret %s: %w", key.Name, err)
 	}
 	for _, name := range newlyLocked(previous, users) {
 		r.Recorder.Eventf(db, nil, corev1.EventTypeNormal, dbpilotv1alpha1.EventReasonUserRemoved, "RemoveUser",
 			"User %s is no longer in spec.users: it may no longer log in and its sessions end; what it owns and Secret %s are kept", name, db.UserSecretName(name))
 	}
-	return nil
+	return seen, nil
 }
 
 // newlyLocked names the users users locks that previous did not.

@@ -82,6 +82,12 @@ const ReasonParametersRefused = "ParametersRefused"
 // its password); the message names the field. The other users are kept.
 const ReasonUsersInvalid = "UsersInvalid"
 
+// ReasonUsersRefused (Degraded): the primary's engine refuses a statement
+// that keeps a user of spec.users; the message names the user and the
+// engine's error, status.users too. It is retried; the other users are
+// kept.
+const ReasonUsersRefused = "UsersRefused"
+
 // ReasonSchedulingInvalid (Degraded) says spec.scheduling names what does
 // not exist (its PriorityClass), so no pod could be created: the
 // StatefulSet keeps its former pods and template until it does.

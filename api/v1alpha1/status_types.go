@@ -106,6 +106,15 @@ type DatabaseStatus struct {
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Instances",xDescriptors={"urn:alm:descriptor:text"}
 	Instances []InstanceStatus `json:"instances,omitempty"`
 
+	// users are the users of spec.users, and those removed from it, as
+	// the primary last reported keeping them: Ready once it holds a user
+	// with its access and its Secret's password.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Users",xDescriptors={"urn:alm:descriptor:text"}
+	Users []UserStatus `json:"users,omitempty"`
+
 	// autopilot reports the auto-pilot's latest decision.
 	// +optional
 	// +operator-sdk:csv:customresourcedefinitions:type=status,displayName="Auto-pilot",xDescriptors={"urn:alm:descriptor:text"}

@@ -59,3 +59,42 @@ func (u DatabaseUser) UserAccessOrDefault() UserAccess {
 	}
 	return u.Access
 }
+
+// UserState is how far a user of spec.users, or one removed from it, is
+// kept as declared.
+// +kubebuilder:validation:Enum=Pending;Ready;Failed;Locked
+type UserState string
+
+// The states of a user in status.users.
+const (
+	// UserPending: the primary does not hold the user as declared yet
+	// (a new user, an access or a password on its way to the pods, a
+	// new primary that has not kept the users yet), or no primary
+	// reports.
+	UserPending UserState = "Pending"
+	// UserReady: the primary holds the user with its access, and the
+	// password its Secret holds.
+	UserReady UserState = "Ready"
+	// UserFailed: the user is not kept as declared; the message says why
+	// (the engine refused a statement, or the user is invalid).
+	UserFailed UserState = "Failed"
+	// UserLocked: removed from spec.users, the user may no longer log in
+	// on the primary.
+	UserLocked UserState = "Locked"
+)
+
+// UserStatus is a user of spec.users, or one removed from it, as the
+// primary keeps it.
+type UserStatus struct {
+	// name is the user's name.
+	// +required
+	Name string `json:"name"`
+
+	// state is Pending, Ready, Failed or Locked.
+	// +required
+	State UserState `json:"state"`
+
+	// message says why a user Failed, or what a Pending one waits for.
+	// +optional
+	Message string `json:"message,omitempty"`
+}

@@ -22,7 +22,9 @@ import (
 // Secret follows there; a user removed is listed locked (with the
 // UserRemoved Event) and keeps its Secret; a user named as the
 // application user is refused in Degraded, naming the field, and left
-// out, and so is one whose Secret is not dbpilot's for it (never written).
+// out, and so is one whose Secret is not dbpilot's for it (never written);
+// status.users lists it Failed and the others Pending, since no instance
+// program runs on kwok to report them kept.
 // A Database without users gets no users key. Deleted with Retain, every
 // user's Secret is kept.
 func TestUsersReachThePodsWithoutARestart(t *testing.T) {
@@ -100,6 +102,19 @@ func TestUsersReachThePodsWithoutARestart(t *testing.T) {
 		g.Expect(degraded.Reason).To(Equal(dbpilotv1alpha1.ReasonUsersInvalid))
 		g.Expect(degraded.Message).To(ContainSubstring(`spec.users[1].name: "app" is the application user`))
 		g.Expect(eventReasons(g, db)).To(ContainElement(dbpilotv1alpha1.EventReasonUserRemoved))
+		// kwok runs no instance program: no primary reports keeping a
+		// user, so none is Ready or Locked.
+		g.Expect(db.Status.Users).To(ConsistOf(
+			HaveField("Name", "app"), HaveField("Name", "etl_loader"), HaveField("Name", "report")))
+		for _, u := range db.Status.Users {
+			switch u.Name {
+			case desired.AppUsername:
+				g.Expect(u.State).To(Equal(dbpilotv1alpha1.UserFailed))
+				g.Expect(u.Message).To(ContainSubstring(`spec.users[1].name: "app" is the application user`))
+			default:
+				g.Expect(u.State).To(Equal(dbpilotv1alpha1.UserPending), u.Name)
+			}
+		}
 	}, convergeTimeout, pollInterval).Should(Succeed())
 	g.Expect(userSecret(g, "etl_loader").Data[desired.SecretKeyPassword]).To(Equal([]byte("rotated-by-the-owner")), "the removed user's Secret is kept")
 	g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: db.UserSecretName(desired.AppUsername)}, &corev1.Secret{})).

@@ -22,8 +22,11 @@ const reportUser = "report"
 // pods, with no pod restarted, it logs in through the -ro Service with
 // the password of its own Secret (over TLS, with no client certificate:
 // only the application user needs one), reads what the application
-// wrote, and writes nothing through the -rw Service; removed, its open
-// session on a replica ends and it logs in nowhere.
+// wrote, and writes nothing through the -rw Service, and status.users
+// tells it Ready (the primary's report, keyed with the replication
+// password, names the entry the operator wrote); removed, its open
+// session on a replica ends, it logs in nowhere and status.users tells
+// it Locked.
 // It returns the user's password, for the search of secrets in logs.
 func expectManagedUserReads(t *testing.T, g Gomega, db *dbpilotv1alpha1.Database, tc replicationSQL, sum int) string {
 	t.Helper()
@@ -68,6 +71,8 @@ func expectManagedUserReads(t *testing.T, g Gomega, db *dbpilotv1alpha1.Database
 		return n
 	}, 3*time.Minute, time.Second).Should(Equal(sum))
 	t.Logf("%s: the user added to spec.users read the application's rows through the -ro Service %.1fs after", tc.engine, time.Since(start).Seconds())
+	expectUserState(g, db, dbpilotv1alpha1.UserReady)
+	t.Logf("%s: status.users told the user Ready %.1fs after", tc.engine, time.Since(start).Seconds())
 	writer, err := connect(db.ReadWriteServiceName())
 	g.Expect(err).NotTo(HaveOccurred())
 	defer writer.close()
@@ -91,6 +96,8 @@ func expectManagedUserReads(t *testing.T, g Gomega, db *dbpilotv1alpha1.Database
 		return err
 	}, 3*time.Minute, time.Second).ShouldNot(Succeed(), "the removed user's session on a replica ends")
 	t.Logf("%s: the removed user's session on a replica ended %.1fs after", tc.engine, time.Since(start).Seconds())
+	expectUserState(g, db, dbpilotv1alpha1.UserLocked)
+	t.Logf("%s: status.users told the removed user Locked %.1fs after", tc.engine, time.Since(start).Seconds())
 	for _, service := range []string{db.ReadOnlyServiceName(), db.ReadWriteServiceName()} {
 		g.Eventually(func() error {
 			session, err := connect(service)
@@ -113,4 +120,13 @@ func podUIDsOf(g Gomega, db *dbpilotv1alpha1.Database) map[string]string {
 		uids[pod.Name] = string(pod.UID)
 	}
 	return uids
+}
+
+// expectUserState waits for status.users to list reportUser alone, in
+// state.
+func expectUserState(g Gomega, db *dbpilotv1alpha1.Database, state dbpilotv1alpha1.UserState) {
+	g.Eventually(func(g Gomega) []dbpilotv1alpha1.UserStatus {
+		g.Expect(k8sClient.Get(context.Background(), client.ObjectKeyFromObject(db), db)).To(Succeed())
+		return db.Status.Users
+	}, 2*time.Minute, time.Second).Should(ConsistOf(And(HaveField("Name", reportUser), HaveField("State", state))), "status.users tells %s %s", reportUser, state)
 }
