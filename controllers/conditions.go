@@ -28,9 +28,9 @@ type observation struct {
 	usersProblem       string
 	// users is what the pass knows of spec.users; usersSeen is false when
 	// it did not look, which keeps the stored status.users.
-	users     usersSeen
-	usersSeen bool
-	tlsProblem         string
+	users      usersSeen
+	usersSeen  bool
+	tlsProblem string
 	// clientCertificateProblem says why the application user's client
 	// certificate cannot be issued.
 	clientCertificateProblem string
