@@ -26,11 +26,14 @@ type observation struct {
 	pods               []corev1.Pod
 	credentialsProblem string
 	usersProblem       string
-	// users is what the pass knows of spec.users; usersSeen is false when
-	// it did not look, which keeps the stored status.users.
-	users      usersSeen
-	usersSeen  bool
-	tlsProblem string
+	// users is what the pass knows of spec.users; usersObserved is false
+	// when it did not look, which keeps the stored status.users.
+	users         usersSeen
+	usersObserved bool
+	// usersRefusal says which users status.users tells the primary
+	// refuses (usersRefusal).
+	usersRefusal string
+	tlsProblem   string
 	// clientCertificateProblem says why the application user's client
 	// certificate cannot be issued.
 	clientCertificateProblem string
@@ -219,8 +222,8 @@ func buildConditions(db *dbpilotv1alpha1.Database, obs observation, current []me
 		set(dbpilotv1alpha1.ConditionDegraded, metav1.ConditionTrue, dbpilotv1alpha1.ReasonClientCertificateInvalid, obs.clientCertificateProblem)
 	case parametersRefusal(obs.instances) != "":
 		set(dbpilotv1alpha1.ConditionDegraded, metav1.ConditionTrue, dbpilotv1alpha1.ReasonParametersRefused, parametersRefusal(obs.instances))
-	case obs.usersSeen && usersRefusal(obs.users, obs.primary, primaryReport(obs.primary, obs.instances)) != "":
-		set(dbpilotv1alpha1.ConditionDegraded, metav1.ConditionTrue, dbpilotv1alpha1.ReasonUsersRefused, usersRefusal(obs.users, obs.primary, primaryReport(obs.primary, obs.instances)))
+	case obs.usersRefusal != "":
+		set(dbpilotv1alpha1.ConditionDegraded, metav1.ConditionTrue, dbpilotv1alpha1.ReasonUsersRefused, obs.usersRefusal)
 	case obs.backup.restoreFailure != "":
 		set(dbpilotv1alpha1.ConditionDegraded, metav1.ConditionTrue, dbpilotv1alpha1.ReasonRestoreFailed, obs.backup.restoreFailure)
 	case obs.degradingErr != nil:

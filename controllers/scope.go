@@ -48,10 +48,10 @@ type scope struct {
 	// usersProblem says which user of spec.users cannot be kept as
 	// written, naming the field; empty when fine.
 	usersProblem string
-	// users is what the pass knows of spec.users, once usersSeen is true
-	// (reconcileUsers ran).
-	users     usersSeen
-	usersSeen bool
+	// users is what the pass knows of spec.users, once usersObserved is
+	// true (reconcileUsers ran).
+	users         usersSeen
+	usersObserved bool
 	// tlsProblem says what is wrong with the user's server certificate
 	// Secret, in words safe to show; empty when fine.
 	tlsProblem string

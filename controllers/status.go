@@ -66,8 +66,11 @@ func buildStatus(db *dbpilotv1alpha1.Database, obs observation, now metav1.Time)
 		status.CurrentPrimary = db.Status.CurrentPrimary
 	}
 	status.Users = db.Status.Users
-	if obs.usersSeen && obs.instances != nil {
-		status.Users = userStatuses(obs.users, obs.primary, primaryReport(obs.primary, obs.instances), db.Status.Users)
+	if obs.usersObserved && obs.instances != nil {
+		status.Users = userStatuses(obs.users, obs.primary, usersReport(obs.primary, obs.instances), db.Status.Users)
+	}
+	if obs.usersObserved {
+		obs.usersRefusal = usersRefusal(obs.users, status.Users)
 	}
 	status.Conditions = buildConditions(db, obs, db.Status.Conditions, now)
 	if obs.failingOver != nil {
@@ -96,7 +99,7 @@ func (r *DatabaseReconciler) writeStatus(ctx context.Context, s *scope, reconcil
 		credentialsProblem:       s.credentialsProblem,
 		usersProblem:             s.usersProblem,
 		users:                    s.users,
-		usersSeen:                s.usersSeen,
+		usersObserved:            s.usersObserved,
 		tlsProblem:               s.tlsProblem,
 		clientCertificateProblem: s.clientCertificateProblem,
 		volumeProblem:            s.volumeProblem,

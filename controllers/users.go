@@ -68,7 +68,7 @@ func (r *DatabaseReconciler) reconcileUsers(ctx context.Context, s *scope) (ctrl
 		return ctrl.Result{}, err
 	}
 	seen.problems = problemOf
-	s.users, s.usersSeen = seen, true
+	s.users, s.usersObserved = seen, true
 	return ctrl.Result{}, nil
 }
 
@@ -95,7 +95,7 @@ func (r *DatabaseReconciler) writeManagedUsers(ctx context.Context, db *dbpilotv
 		previous = nil
 	}
 	users := desired.ManagedUsers(db.Spec.Users, passwords, previous)
-	seen := usersSeen{listed: users, key: string(secret.Data[layout.KeyReplicationPassword])}
+	seen := usersSeen{listed: users, changed: changedEntries(previous, users), key: string(secret.Data[layout.KeyReplicationPassword])}
 	if len(users) == 0 && len(current) == 0 {
 		return seen, nil
 	}
@@ -130,4 +130,16 @@ func newlyLocked(previous, users []layout.ManagedUser) []string {
 		}
 	}
 	return names
+}
+
+// changedEntries names the users of users whose entry previous does not
+// hold as it is.
+func changedEntries(previous, users []layout.ManagedUser) map[string]bool {
+	changed := map[string]bool{}
+	for _, u := range users {
+		if !slices.Contains(previous, u) {
+			changed[u.Name] = true
+		}
+	}
+	return changed
 }

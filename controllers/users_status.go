@@ -12,21 +12,25 @@ import (
 
 // usersSeen is what a pass knows of the users of spec.users: what the
 // replication Secret lists for the pods (each entry as the pods apply it),
-// the key the primary names kept entries with (the replication password,
+// the names whose entry the pass changed there, the key the primary
+// names entries with (the replication password,
 // layout.ManagedUserDigest), and the users the operator cannot keep as
 // written, with why, by name.
 type usersSeen struct {
 	listed   []layout.ManagedUser
+	changed  map[string]bool
 	key      string
 	problems map[string]string
 }
 
 // userStatuses are the users in status.users, by name: each one listed
-// for the pods and each one with a problem, as the report of the primary
-// (the pod named primary) tells. A problem makes a user Failed; a user
-// the primary's engine refuses is Failed with its refusal; one it holds
-// as listed is Ready (Locked once removed); any other is Pending. While
-// no primary reports, a user keeps its stored state, and a new one is
+// for the pods and each one with a problem, as the primary's report (nil
+// while it reports no users: it does not answer, has not looked yet
+// since it started or was promoted, or predates reports) tells. A
+// problem makes a user Failed. A user the report names by its listed
+// entry is Failed with the engine's refusal, or else Ready (Locked once
+// removed); any other is Pending. Without a report, a user keeps its
+// stored state unless the pass changed its entry, and a new one is
 // Pending.
 func userStatuses(seen usersSeen, primary string, report *layout.InstanceStatus, stored []dbpilotv1alpha1.UserStatus) []dbpilotv1alpha1.UserStatus {
 	reported := map[string]layout.ManagedUserReport{}
@@ -48,54 +52,54 @@ func userStatuses(seen usersSeen, primary string, report *layout.InstanceStatus,
 	slices.Sort(names)
 	var statuses []dbpilotv1alpha1.UserStatus
 	for _, name := range names {
-		status := dbpilotv1alpha1.UserStatus{Name: name}
+		status := dbpilotv1alpha1.UserStatus{Name: name, State: dbpilotv1alpha1.UserPending}
 		entry := listed[name]
-		r := reported[name]
+		r, named := reported[name]
+		named = named && r.Entry == layout.ManagedUserDigest(seen.key, entry)
 		switch {
 		case seen.problems[name] != "":
 			status.State, status.Message = dbpilotv1alpha1.UserFailed, seen.problems[name]
 		case report == nil:
-			status.State, status.Message = dbpilotv1alpha1.UserPending, "no primary reports how it keeps the users"
-			if i := slices.IndexFunc(stored, func(s dbpilotv1alpha1.UserStatus) bool { return s.Name == name }); i >= 0 {
+			status.Message = "no primary reports how it keeps the users yet"
+			if i := slices.IndexFunc(stored, func(s dbpilotv1alpha1.UserStatus) bool { return s.Name == name }); i >= 0 && !seen.changed[name] {
 				status = stored[i]
 			}
-		case r.Refused != "":
+		case named && r.Refused != "":
 			status.State, status.Message = dbpilotv1alpha1.UserFailed, fmt.Sprintf("the primary %s refuses it: %s", primary, r.Refused)
-		case r.Kept == layout.ManagedUserDigest(seen.key, entry) && entry.Locked:
+		case named && entry.Locked:
 			status.State = dbpilotv1alpha1.UserLocked
-		case r.Kept == layout.ManagedUserDigest(seen.key, entry):
+		case named:
 			status.State = dbpilotv1alpha1.UserReady
 		case entry.Locked:
-			status.State, status.Message = dbpilotv1alpha1.UserPending, fmt.Sprintf("removed from spec.users: waiting for the primary %s to lock it", primary)
+			status.Message = fmt.Sprintf("removed from spec.users: waiting for the primary %s to lock it", primary)
 		default:
-			status.State, status.Message = dbpilotv1alpha1.UserPending, fmt.Sprintf("waiting for the primary %s to hold it as declared (the kubelet brings the pods a changed Secret within a minute or two)", primary)
+			status.Message = fmt.Sprintf("waiting for the primary %s to hold it as declared (the kubelet brings the pods a changed Secret within a minute or two)", primary)
 		}
 		statuses = append(statuses, status)
 	}
 	return statuses
 }
 
-// usersRefusal says which listed users the primary's engine refuses to
-// keep, and why, or "".
-func usersRefusal(seen usersSeen, primary string, report *layout.InstanceStatus) string {
-	if report == nil {
-		return ""
-	}
+// usersRefusal says which users status.users tells Failed by the
+// primary's refusal (not by a problem of the operator's, which
+// ReasonUsersInvalid tells), and why, or "".
+func usersRefusal(seen usersSeen, statuses []dbpilotv1alpha1.UserStatus) string {
 	var refusals []string
-	for _, r := range report.Users {
-		if r.Refused != "" && slices.ContainsFunc(seen.listed, func(u layout.ManagedUser) bool { return u.Name == r.Name }) {
-			refusals = append(refusals, fmt.Sprintf("%s: %s", r.Name, r.Refused))
+	for _, status := range statuses {
+		if status.State == dbpilotv1alpha1.UserFailed && seen.problems[status.Name] == "" {
+			refusals = append(refusals, fmt.Sprintf("%s: %s", status.Name, status.Message))
 		}
 	}
 	if len(refusals) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("spec.users: the primary %s refuses to keep %s; retrying", primary, strings.Join(refusals, "; "))
+	return "spec.users: " + strings.Join(refusals, "; ") + "; retrying"
 }
 
-// usersPending tells whether a primary reports and holds a listed user
-// otherwise than listed: the Database is then looked at again soon, so
-// status.users turns Ready within seconds of the primary keeping it.
+// usersPending tells whether the primary reports the users and holds a
+// listed one otherwise than listed: the Database is then looked at again
+// soon, so status.users turns Ready within seconds of the primary
+// keeping it.
 func usersPending(seen usersSeen, report *layout.InstanceStatus) bool {
 	if report == nil {
 		return false
@@ -108,10 +112,10 @@ func usersPending(seen usersSeen, report *layout.InstanceStatus) bool {
 	return false
 }
 
-// primaryReport is the report of the pod named primary when it reports
-// itself the primary, or nil.
-func primaryReport(primary string, reports map[string]layout.InstanceStatus) *layout.InstanceStatus {
-	if report, ok := reports[primary]; ok && report.Role == layout.RolePrimary {
+// usersReport is the report of the pod named primary when it reports
+// itself the primary and reports users, or nil.
+func usersReport(primary string, reports map[string]layout.InstanceStatus) *layout.InstanceStatus {
+	if report, ok := reports[primary]; ok && report.Role == layout.RolePrimary && len(report.Users) > 0 {
 		return &report
 	}
 	return nil

@@ -1,83 +1,168 @@
 package controllers
 
 import (
+	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
 	"github.com/dbpilot/dbpilot/instance/layout"
 )
 
-func TestUserStatusesFollowThePrimarysReport(t *testing.T) {
+func TestUserStatuses(t *testing.T) {
 	report := layout.ManagedUser{Name: "report", Access: layout.AccessReadOnly, Password: "new"}
 	etl := layout.ManagedUser{Name: "etl", Access: layout.AccessReadWrite, Password: "e"}
 	gone := layout.ManagedUser{Name: "gone", Locked: true}
-	fresh := layout.ManagedUser{Name: "fresh", Access: layout.AccessReadOnly, Password: "f"}
-	seen := usersSeen{listed: []layout.ManagedUser{report, etl, gone, fresh}, key: "k", problems: map[string]string{"shop": "spec.users[4].name: \"shop\" is the application user"}}
-	primary := &layout.InstanceStatus{Role: layout.RolePrimary, Users: []layout.ManagedUserReport{
-		// report still has its former password.
-		{Name: "report", Kept: layout.ManagedUserDigest("k", layout.ManagedUser{Name: "report", Access: layout.AccessReadOnly, Password: "old"})},
-		{Name: "etl", Refused: "letting etl write: permission denied"},
-		{Name: "gone", Kept: layout.ManagedUserDigest("k", gone)},
-		{Name: "fresh", Kept: layout.ManagedUserDigest("k", fresh)},
+	seen := usersSeen{listed: []layout.ManagedUser{report, etl, gone}, key: "k", problems: map[string]string{}}
+	entry := func(u layout.ManagedUser) string { return layout.ManagedUserDigest("k", u) }
+	oldReport := layout.ManagedUser{Name: "report", Access: layout.AccessReadOnly, Password: "old"}
+	primary := func(users ...layout.ManagedUserReport) *layout.InstanceStatus {
+		return &layout.InstanceStatus{Role: layout.RolePrimary, Users: users}
+	}
+	ready := func(name string) dbpilotv1alpha1.UserStatus {
+		return dbpilotv1alpha1.UserStatus{Name: name, State: dbpilotv1alpha1.UserReady}
+	}
+	cases := []struct {
+		name    string
+		seen    usersSeen
+		report  *layout.InstanceStatus
+		stored  []dbpilotv1alpha1.UserStatus
+		want    map[string]dbpilotv1alpha1.UserState
+		message map[string]string
+		refusal string
+		pending bool
+	}{{
+		name:    "each as the report names its listed entry",
+		seen:    seen,
+		report:  primary(layout.ManagedUserReport{Name: "report", Entry: entry(report)}, layout.ManagedUserReport{Name: "etl", Entry: entry(etl), Refused: "letting etl write: permission denied"}, layout.ManagedUserReport{Name: "gone", Entry: entry(gone)}),
+		want:    map[string]dbpilotv1alpha1.UserState{"report": dbpilotv1alpha1.UserReady, "etl": dbpilotv1alpha1.UserFailed, "gone": dbpilotv1alpha1.UserLocked},
+		message: map[string]string{"etl": "the primary db-0 refuses it: letting etl write: permission denied"},
+		refusal: "spec.users: etl: the primary db-0 refuses it: letting etl write: permission denied; retrying",
+	}, {
+		name:    "an entry on its way is pending, a refusal of a former entry too",
+		seen:    seen,
+		report:  primary(layout.ManagedUserReport{Name: "report", Entry: entry(oldReport)}, layout.ManagedUserReport{Name: "etl", Entry: entry(layout.ManagedUser{Name: "etl", Access: layout.AccessReadOnly, Password: "e"}), Refused: "denied"}),
+		want:    map[string]dbpilotv1alpha1.UserState{"report": dbpilotv1alpha1.UserPending, "etl": dbpilotv1alpha1.UserPending, "gone": dbpilotv1alpha1.UserPending},
+		message: map[string]string{"report": "waiting for the primary db-0 to hold it as declared", "gone": "waiting for the primary db-0 to lock it"},
+		pending: true,
+	}, {
+		name:    "a digest of another key is no proof",
+		seen:    usersSeen{listed: seen.listed, key: "other"},
+		report:  primary(layout.ManagedUserReport{Name: "report", Entry: entry(report)}, layout.ManagedUserReport{Name: "gone", Entry: entry(gone)}),
+		want:    map[string]dbpilotv1alpha1.UserState{"report": dbpilotv1alpha1.UserPending, "etl": dbpilotv1alpha1.UserPending, "gone": dbpilotv1alpha1.UserPending},
+		pending: true,
+	}, {
+		name:    "a problem of the operator's fails the user, without a refusal",
+		seen:    usersSeen{listed: []layout.ManagedUser{report}, key: "k", problems: map[string]string{"report": "spec.users[0]: Secret x lacks the key password", "app": `spec.users[1].name: "app" is the application user`}},
+		report:  primary(layout.ManagedUserReport{Name: "report", Entry: entry(report)}),
+		want:    map[string]dbpilotv1alpha1.UserState{"report": dbpilotv1alpha1.UserFailed, "app": dbpilotv1alpha1.UserFailed},
+		message: map[string]string{"app": "is the application user"},
+	}, {
+		name:    "without a report the stored states stay, unless the pass changed the entry",
+		seen:    usersSeen{listed: seen.listed, key: "k", changed: map[string]bool{"report": true}},
+		stored:  []dbpilotv1alpha1.UserStatus{ready("report"), {Name: "etl", State: dbpilotv1alpha1.UserFailed, Message: "the primary db-0 refuses it: denied"}},
+		want:    map[string]dbpilotv1alpha1.UserState{"report": dbpilotv1alpha1.UserPending, "etl": dbpilotv1alpha1.UserFailed, "gone": dbpilotv1alpha1.UserPending},
+		message: map[string]string{"gone": "no primary reports"},
+		refusal: "spec.users: etl: the primary db-0 refuses it: denied; retrying",
 	}}
-	got := map[string]dbpilotv1alpha1.UserStatus{}
-	var names []string
-	for _, s := range userStatuses(seen, "db-0", primary, nil) {
-		got[s.Name] = s
-		names = append(names, s.Name)
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			statuses := userStatuses(c.seen, "db-0", c.report, c.stored)
+			got := map[string]dbpilotv1alpha1.UserStatus{}
+			var names []string
+			for _, s := range statuses {
+				got[s.Name] = s
+				names = append(names, s.Name)
+			}
+			if len(got) != len(c.want) {
+				t.Errorf("users %v, want %d", names, len(c.want))
+			}
+			for i := 1; i < len(names); i++ {
+				if names[i-1] >= names[i] {
+					t.Errorf("users %v, not by name", names)
+				}
+			}
+			for name, want := range c.want {
+				if got[name].State != want {
+					t.Errorf("%s: %+v, want %s", name, got[name], want)
+				}
+				if !strings.Contains(got[name].Message, c.message[name]) {
+					t.Errorf("%s: message %q lacks %q", name, got[name].Message, c.message[name])
+				}
+			}
+			if refusal := usersRefusal(c.seen, statuses); refusal != c.refusal {
+				t.Errorf("refusal %q, want %q", refusal, c.refusal)
+			}
+			if pending := usersPending(c.seen, c.report); pending != c.pending {
+				t.Errorf("pending %v, want %v", pending, c.pending)
+			}
+		})
 	}
-	if strings.Join(names, ",") != "etl,fresh,gone,report,shop" {
-		t.Errorf("users %v, want them all by name", names)
-	}
-	for name, want := range map[string]dbpilotv1alpha1.UserState{
-		"report": dbpilotv1alpha1.UserPending, "etl": dbpilotv1alpha1.UserFailed, "gone": dbpilotv1alpha1.UserLocked,
-		"fresh": dbpilotv1alpha1.UserReady, "shop": dbpilotv1alpha1.UserFailed,
+}
+
+func TestUsersReportWantsAPrimaryThatReportsUsers(t *testing.T) {
+	users := []layout.ManagedUserReport{{Name: "report", Entry: "e"}}
+	for what, c := range map[string]struct {
+		reports map[string]layout.InstanceStatus
+		want    bool
+	}{
+		"the primary reporting users":          {map[string]layout.InstanceStatus{"db-0": {Role: layout.RolePrimary, Users: users}}, true},
+		"a primary not reporting users yet":    {map[string]layout.InstanceStatus{"db-0": {Role: layout.RolePrimary}}, false},
+		"a replica still":                      {map[string]layout.InstanceStatus{"db-0": {Role: layout.RoleReplica, Users: users}}, false},
+		"another pod reporting itself primary": {map[string]layout.InstanceStatus{"db-1": {Role: layout.RolePrimary, Users: users}}, false},
 	} {
-		if got[name].State != want {
-			t.Errorf("%s: %+v, want %s", name, got[name], want)
+		if got := usersReport("db-0", c.reports) != nil; got != c.want {
+			t.Errorf("%s: a report %v, want %v", what, got, c.want)
 		}
 	}
-	if !strings.Contains(got["etl"].Message, "db-0 refuses it: letting etl write: permission denied") || !strings.Contains(got["shop"].Message, "application user") {
-		t.Errorf("messages: etl %q, shop %q", got["etl"].Message, got["shop"].Message)
-	}
-	if refusal := usersRefusal(seen, "db-0", primary); !strings.Contains(refusal, "db-0 refuses to keep etl: letting etl write") {
-		t.Errorf("refusal %q", refusal)
-	}
-	if !usersPending(seen, primary) {
-		t.Error("report's password on its way is not pending")
+}
+
+// TestBuildStatusTellsTheUsers: status.users and Degraded (UsersRefused)
+// follow the primary's report in one pass, a problem of the operator's
+// outranks the refusal (UsersInvalid), and a pass that did not look at
+// the users keeps the stored status.users.
+func TestBuildStatusTellsTheUsers(t *testing.T) {
+	etl := layout.ManagedUser{Name: "etl", Access: layout.AccessReadWrite, Password: "e"}
+	report := layout.ManagedUser{Name: "report", Access: layout.AccessReadOnly, Password: "r"}
+	seen := usersSeen{listed: []layout.ManagedUser{etl, report}, key: "k"}
+	instances := map[string]layout.InstanceStatus{"db-0": {Role: layout.RolePrimary, Users: []layout.ManagedUserReport{
+		{Name: "etl", Entry: layout.ManagedUserDigest("k", etl), Refused: "letting etl write: permission denied"},
+		{Name: "report", Entry: layout.ManagedUserDigest("k", report)},
+	}}}
+	obs := observation{primary: "db-0", statefulSet: sts(1, 1, 1, "a", "a"), pods: []corev1.Pod{pod("db-0", true, testNow.Add(-time.Hour))},
+		instances: instances, users: seen, usersObserved: true}
+	degraded := func(status dbpilotv1alpha1.DatabaseStatus) *metav1.Condition {
+		return meta.FindStatusCondition(status.Conditions, dbpilotv1alpha1.ConditionDegraded)
 	}
 
-	t.Run("another key is no proof", func(t *testing.T) {
-		other := seen
-		other.key = "other"
-		for _, s := range userStatuses(other, "db-0", primary, nil) {
-			if s.State == dbpilotv1alpha1.UserReady || s.State == dbpilotv1alpha1.UserLocked {
-				t.Errorf("%s is %s on a digest of another key", s.Name, s.State)
-			}
-		}
-	})
-	t.Run("without a primary's report, the stored state stays", func(t *testing.T) {
-		stored := []dbpilotv1alpha1.UserStatus{{Name: "fresh", State: dbpilotv1alpha1.UserReady}}
-		for _, s := range userStatuses(seen, "db-0", nil, stored) {
-			switch {
-			case s.Name == "fresh" && s.State != dbpilotv1alpha1.UserReady:
-				t.Errorf("fresh lost its stored state: %+v", s)
-			case s.Name == "report" && s.State != dbpilotv1alpha1.UserPending:
-				t.Errorf("report, never reported, is %+v", s)
-			}
-		}
-		if usersPending(seen, nil) {
-			t.Error("pending without a primary: the Database would be polled while none runs")
-		}
-	})
-	t.Run("all kept, none pending nor refused", func(t *testing.T) {
-		kept := &layout.InstanceStatus{Role: layout.RolePrimary}
-		for _, u := range seen.listed {
-			kept.Users = append(kept.Users, layout.ManagedUserReport{Name: u.Name, Kept: layout.ManagedUserDigest("k", u)})
-		}
-		if usersPending(seen, kept) || usersRefusal(seen, "db-0", kept) != "" {
-			t.Errorf("pending %v, refusal %q", usersPending(seen, kept), usersRefusal(seen, "db-0", kept))
-		}
-	})
+	status := buildStatus(testDatabase(1), obs, testNow)
+	want := []dbpilotv1alpha1.UserStatus{
+		{Name: "etl", State: dbpilotv1alpha1.UserFailed, Message: "the primary db-0 refuses it: letting etl write: permission denied"},
+		{Name: "report", State: dbpilotv1alpha1.UserReady},
+	}
+	if !slices.Equal(status.Users, want) {
+		t.Errorf("status.users %+v, want %+v", status.Users, want)
+	}
+	if d := degraded(status); d.Reason != dbpilotv1alpha1.ReasonUsersRefused || !strings.Contains(d.Message, "etl: the primary db-0 refuses it") {
+		t.Errorf("Degraded %s: %s, want UsersRefused naming etl", d.Reason, d.Message)
+	}
+
+	invalid := obs
+	invalid.usersProblem = `spec.users[2].name: "app" is the application user`
+	if d := degraded(buildStatus(testDatabase(1), invalid, testNow)); d.Reason != dbpilotv1alpha1.ReasonUsersInvalid {
+		t.Errorf("Degraded %s with a problem of the operator's, want UsersInvalid", d.Reason)
+	}
+
+	db := testDatabase(1)
+	db.Status.Users = []dbpilotv1alpha1.UserStatus{{Name: "kept", State: dbpilotv1alpha1.UserLocked}}
+	unobserved := obs
+	unobserved.usersObserved = false
+	if got := buildStatus(db, unobserved, testNow).Users; !slices.Equal(got, db.Status.Users) {
+		t.Errorf("a pass that did not look wrote status.users %+v, want the stored %+v", got, db.Status.Users)
+	}
 }

@@ -171,8 +171,9 @@ func watchDesignation(ctx context.Context, m Membership, engine Engine, demote c
 	}
 }
 
-// promoteHandler serves layout.PromotePath.
-func promoteHandler(promoter Promoter, stateDir, self string) http.Handler {
+// promoteHandler serves layout.PromotePath, calling promoted once the
+// engine is promoted.
+func promoteHandler(promoter Promoter, stateDir, self string, promoted func()) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req layout.PromoteRequest
 		if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 1<<16)).Decode(&req); err != nil {
@@ -189,6 +190,7 @@ func promoteHandler(promoter Promoter, stateDir, self string) http.Handler {
 			http.Error(w, "promotion failed: "+err.Error(), http.StatusInternalServerError)
 			return
 		}
+		promoted()
 		_, _ = w.Write([]byte("promoted\n"))
 	})
 }

@@ -332,8 +332,7 @@ func Run(ctx context.Context, engine Engine, files CredentialFiles, probes Probe
 	}
 	endpoints.setUsersApplied()
 	log.Info("engine ready, credentials applied")
-	endpoints.managedUsers.Store(nil)
-	kept := &managedUsers{file: files.UsersFile, published: &endpoints.managedUsers}
+	kept := &managedUsers{file: files.UsersFile, published: &endpoints.managedUsers, promotions: &endpoints.promotions}
 	usersCtx, cancel := context.WithTimeout(ctx, credentialsPollInterval)
 	kept.follow(usersCtx, engine, creds.Username, time.Now(), log)
 	cancel()

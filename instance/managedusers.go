@@ -31,11 +31,15 @@ type UserKeeper interface {
 }
 
 // RefuseUser records in refused that a statement of user's failed: what
-// it did and err, each of secrets (the password, and what the engine
-// derives from it) replaced, for an engine may quote the statement it
-// refused.
+// it did and err. An engine quotes the statement it cannot parse after
+// "near" (MariaDB, MySQL; PostgreSQL "at or near"): the message stops
+// there, and each of secrets (the password, and what the engine derives
+// from it) is replaced in what is left.
 func RefuseUser(refused map[string]error, user, what string, err error, secrets ...string) {
 	message := err.Error()
+	if i := strings.Index(message, "near "); i >= 0 {
+		message = strings.TrimSpace(message[:i]) + " [the statement's text left out]"
+	}
 	for _, secret := range secrets {
 		if secret != "" {
 			message = strings.ReplaceAll(message, secret, "[redacted]")
@@ -74,6 +78,10 @@ type managedUsers struct {
 	file string
 	// published is where the status reads what was kept.
 	published *atomic.Pointer[keptUsers]
+	// promotions counts the instance's promotions, promotionsSeen those
+	// follow knew of: a replica just promoted keeps the users at once.
+	promotions     *atomic.Int64
+	promotionsSeen int64
 	// applied is what the primary applied last; nil before.
 	applied []layout.ManagedUser
 	// tried is what was last asked of the engine, and changed when it
@@ -112,6 +120,9 @@ func (m *managedUsers) follow(ctx context.Context, engine Engine, application st
 	}
 	if !slices.Equal(users, m.tried) {
 		m.tried, m.changed, m.next, m.failures = users, now, time.Time{}, 0
+	}
+	if m.promotions != nil && m.promotions.Load() != m.promotionsSeen {
+		m.promotionsSeen, m.next = m.promotions.Load(), time.Time{}
 	}
 	if now.Before(m.next) {
 		return
@@ -156,19 +167,17 @@ type keptUsers struct {
 	refused map[string]error
 }
 
-// report is kept as the status tells it, by user name, each kept entry
-// named by its digest keyed with key (layout.ManagedUserDigest).
+// report is kept as the status tells it, by user name, each entry named
+// by its digest keyed with key (layout.ManagedUserDigest).
 func (k *keptUsers) report(key string) []layout.ManagedUserReport {
 	if k == nil {
 		return nil
 	}
 	var reports []layout.ManagedUserReport
 	for _, u := range k.users {
-		report := layout.ManagedUserReport{Name: u.Name}
+		report := layout.ManagedUserReport{Name: u.Name, Entry: layout.ManagedUserDigest(key, u)}
 		if why := k.refused[u.Name]; why != nil {
 			report.Refused = why.Error()
-		} else {
-			report.Kept = layout.ManagedUserDigest(key, u)
 		}
 		reports = append(reports, report)
 	}

@@ -121,8 +121,8 @@ func TestManagedUsersFollow(t *testing.T) {
 		m.follow(ctx, e, "app", at(0), log)
 		reports := published.Load().report("key")
 		want := []layout.ManagedUserReport{
-			{Name: "etl", Refused: "letting etl write: permission denied"},
-			{Name: "report", Kept: layout.ManagedUserDigest("key", layout.ManagedUser{Name: "report", Access: layout.AccessReadOnly, Password: "p"})},
+			{Name: "etl", Entry: layout.ManagedUserDigest("key", layout.ManagedUser{Name: "etl", Access: layout.AccessReadWrite, Password: "q"}), Refused: "letting etl write: permission denied"},
+			{Name: "report", Entry: layout.ManagedUserDigest("key", layout.ManagedUser{Name: "report", Access: layout.AccessReadOnly, Password: "p"})},
 		}
 		if !slices.Equal(reports, want) {
 			t.Errorf("reports %+v, want %+v", reports, want)
@@ -136,8 +136,12 @@ func TestManagedUsersFollow(t *testing.T) {
 		}
 		e.refused = nil
 		m.follow(ctx, e, "app", at(4), log)
-		for _, r := range published.Load().report("key") {
-			if r.Kept == "" || r.Refused != "" {
+		reports = published.Load().report("key")
+		if len(reports) != 2 {
+			t.Errorf("retried, %d users reported, want 2", len(reports))
+		}
+		for _, r := range reports {
+			if r.Entry == "" || r.Refused != "" {
 				t.Errorf("retried without a refusal: %+v", r)
 			}
 		}
@@ -150,15 +154,43 @@ func TestManagedUsersFollow(t *testing.T) {
 	})
 }
 
+func TestManagedUsersAskAPromotedReplicaAtOnce(t *testing.T) {
+	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	e := &keeperEngine{primary: false}
+	var promotions atomic.Int64
+	m := &managedUsers{file: filepath.Join(t.TempDir(), "users"), promotions: &promotions}
+	if err := os.WriteFile(m.file, []byte(`[{"name":"report","access":"ReadOnly","password":"p"}]`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Date(2026, 11, 28, 8, 0, 0, 0, time.UTC)
+	m.follow(context.Background(), e, "app", start, log)
+	m.follow(context.Background(), e, "app", start.Add(40*time.Second), log)
+	calls := e.calls
+	// Past the window after the change: the replica is asked every 30 s.
+	m.follow(context.Background(), e, "app", start.Add(42*time.Second), log)
+	if e.calls != calls {
+		t.Fatalf("a replica asked again 2 s later, past its window")
+	}
+	e.primary = true
+	promotions.Add(1)
+	m.follow(context.Background(), e, "app", start.Add(44*time.Second), log)
+	if e.calls != calls+1 || m.applied == nil {
+		t.Errorf("promoted, the instance did not keep the users at once: %d calls, applied %v", e.calls-calls, m.applied)
+	}
+}
+
 func TestRefuseUserTellsNoSecret(t *testing.T) {
 	refused := map[string]error{}
-	RefuseUser(refused, "etl", "updating the user etl", errors.New(`syntax error near 'IDENTIFIED BY 's3cret' / *94BB'`), "s3cret", "*94BB")
+	// A quoted statement is left out, whatever its quoting does to the
+	// password; what is left is searched for the secrets.
+	RefuseUser(refused, "etl", "updating the user etl", errors.New(`Error 1064: syntax error near 'IDENTIFIED BY 's3''cret' WITH' at line 1`), "s3'cret")
+	RefuseUser(refused, "etl", "creating the user etl", errors.New("role verifier *94BB exists"), "s3'cret", "*94BB")
 	RefuseUser(refused, "etl", "letting etl read", errors.New("denied"))
 	got := refused["etl"].Error()
-	if strings.Contains(got, "s3cret") || strings.Contains(got, "*94BB") {
+	if strings.Contains(got, "s3") || strings.Contains(got, "*94BB") {
 		t.Errorf("the refusal tells a secret: %s", got)
 	}
-	for _, want := range []string{"updating the user etl: syntax error near 'IDENTIFIED BY '[redacted]' / [redacted]'", "letting etl read: denied"} {
+	for _, want := range []string{"updating the user etl: Error 1064: syntax error [the statement's text left out]", "creating the user etl: role verifier [redacted] exists", "letting etl read: denied"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("the refusal %q lacks %q", got, want)
 		}

@@ -33,6 +33,8 @@ type probeServer struct {
 	// managedUsers is what the primary kept of spec.users, nil on a
 	// replica and before the first look.
 	managedUsers atomic.Pointer[keptUsers]
+	// promotions counts the promotions the operator asked for and got.
+	promotions atomic.Int64
 	// backups runs base backups; nil for an engine that takes none.
 	backups *backupJobs
 	server  *http.Server
@@ -61,7 +63,7 @@ func (p *probeServer) start(addr string, tlsFiles TLS) error {
 	mux.HandleFunc("GET "+layout.StatusPath, p.statusHandler)
 	mux.HandleFunc("GET "+layout.CertificatesPath, p.certificatesHandler)
 	if promoter, ok := p.engine.(Promoter); ok {
-		mux.Handle("POST "+layout.PromotePath, RequireToken(p.token, promoteHandler(promoter, p.membership.StateDir, p.membership.Self)))
+		mux.Handle("POST "+layout.PromotePath, RequireToken(p.token, promoteHandler(promoter, p.membership.StateDir, p.membership.Self, func() { p.promotions.Add(1) })))
 	}
 	if _, ok := p.engine.(Demoter); ok {
 		mux.Handle("POST "+layout.DemotePath, RequireToken(p.token, demoteHandler(p.demote, p.membership.StateDir)))

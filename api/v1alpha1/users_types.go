@@ -41,6 +41,17 @@ type DatabaseUser struct {
 	// +optional
 	// +kubebuilder:default=ReadOnly
 	Access UserAccess `json:"access,omitempty"`
+
+	// connectionLimit is how many sessions the user may hold at once
+	// (1 to 10000; PostgreSQL's CONNECTION LIMIT, MariaDB/MySQL's
+	// MAX_USER_CONNECTIONS): a report tool that opens sessions without
+	// bound takes none of the application's. A login beyond it is
+	// refused; lowering it ends no open session. Unset, the user has no
+	// limit of its own (the server's max_connections bounds every user).
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=10000
+	ConnectionLimit *int32 `json:"connectionLimit,omitempty"`
 }
 
 // UserSecretName is the Secret of the password dbpilot generates for the

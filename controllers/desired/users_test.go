@@ -4,6 +4,8 @@ import (
 	"reflect"
 	"testing"
 
+	"k8s.io/utils/ptr"
+
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
 	"github.com/dbpilot/dbpilot/instance/layout"
 )
@@ -19,12 +21,12 @@ func TestManagedUsers(t *testing.T) {
 	}{
 		{name: "none", want: nil},
 		{
-			name:      "listed users with their passwords, ReadOnly by default",
-			users:     []dbpilotv1alpha1.DatabaseUser{{Name: "report"}, {Name: "etl", Access: rw}},
+			name:      "listed users with their passwords and limits, ReadOnly by default",
+			users:     []dbpilotv1alpha1.DatabaseUser{{Name: "report"}, {Name: "etl", Access: rw, ConnectionLimit: ptr.To[int32](4)}},
 			passwords: map[string]string{"report": "p1", "etl": "p2"},
 			want: []layout.ManagedUser{
 				{Name: "report", Access: "ReadOnly", Password: "p1"},
-				{Name: "etl", Access: "ReadWrite", Password: "p2"},
+				{Name: "etl", Access: "ReadWrite", Password: "p2", ConnectionLimit: 4},
 			},
 		},
 		{

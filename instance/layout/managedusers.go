@@ -33,6 +33,9 @@ type ManagedUser struct {
 	Access string `json:"access,omitempty"`
 	// Password is the user's password; empty when Locked.
 	Password string `json:"password,omitempty"`
+	// ConnectionLimit is how many sessions the user may hold at once; 0
+	// for no limit of its own.
+	ConnectionLimit int32 `json:"connectionLimit,omitempty"`
 	// Locked: the user was removed from spec.users. It may no longer log
 	// in and its sessions end; what it owns is kept.
 	Locked bool `json:"locked,omitempty"`
@@ -68,6 +71,8 @@ func ParseManagedUsers(data []byte) ([]ManagedUser, error) {
 			return nil, fmt.Errorf("managed user %q has access %q, neither %s nor %s", u.Name, u.Access, AccessReadOnly, AccessReadWrite)
 		case u.Password == "" && !u.Locked:
 			return nil, fmt.Errorf("managed user %q has no password", u.Name)
+		case u.ConnectionLimit < 0:
+			return nil, fmt.Errorf("managed user %q has a negative connection limit %d", u.Name, u.ConnectionLimit)
 		}
 		seen[u.Name] = true
 	}
@@ -95,14 +100,17 @@ func LockedFirst(users []ManagedUser) []ManagedUser {
 type ManagedUserReport struct {
 	// Name is the user's name.
 	Name string `json:"name"`
-	// Kept is the ManagedUserDigest of the entry the engine holds: the
-	// last one whose statements all succeeded; "" when none did since the
-	// engine started, or since one failed.
-	Kept string `json:"kept,omitempty"`
-	// Refused says why the engine refused the statements of the user's
-	// latest entry (never a password); "" once they succeed.
+	// Entry is the ManagedUserDigest of the user's entry the engine was
+	// last asked to keep.
+	Entry string `json:"entry"`
+	// Refused says why the engine refused a statement of that entry
+	// (never a password); "" when it holds the user as the entry says.
 	Refused string `json:"refused,omitempty"`
 }
+
+// managedUserDigestContext sets the digests of entries apart from any
+// other use of their key.
+const managedUserDigestContext = "dbpilot managed user entry\x00"
 
 // ManagedUserDigest is what a report names an entry by: HMAC-SHA256 (hex)
 // of its JSON, keyed with the replication password. The instance
@@ -112,10 +120,11 @@ type ManagedUserReport struct {
 func ManagedUserDigest(key string, u ManagedUser) string {
 	entry, err := json.Marshal(u)
 	if err != nil {
-		// A struct of strings and a bool always marshals.
+		// A struct of strings, a number and a bool always marshals.
 		panic(err)
 	}
 	mac := hmac.New(sha256.New, []byte(key))
+	mac.Write([]byte(managedUserDigestContext))
 	mac.Write(entry)
 	return hex.EncodeToString(mac.Sum(nil))
 }

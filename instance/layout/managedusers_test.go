@@ -31,6 +31,7 @@ func TestParseManagedUsersRefusesWithoutTellingAPassword(t *testing.T) {
 		`[{"name":"a","access":"ReadOnly","password":"secret-1"},{"name":"a","locked":true}]`: "listed twice",
 		`[{"name":"a","access":"Admin","password":"secret-1"}]`:                               `access "Admin"`,
 		`[{"name":"a","access":"ReadWrite"}]`:                                                 "no password",
+		`[{"name":"a","access":"ReadWrite","password":"secret-1","connectionLimit":-2}]`:      "negative connection limit -2",
 	} {
 		_, err := ParseManagedUsers([]byte(data))
 		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "secret-1") {

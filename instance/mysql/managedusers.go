@@ -97,9 +97,9 @@ func keepsManagedUser(flavor Flavor, application, name string) bool {
 
 // ManagedUserStatements bring the users of spec.users to what users says.
 // Each one that is not locked logs in from anywhere with its password
-// (MariaDB: sent as its hash) and reads the application database's tables
-// (SELECT on it alone); ReadWrite also inserts, updates and deletes
-// their rows. Neither changes the schema. A locked user may no longer
+// (MariaDB: sent as its hash), within its connection limit, and reads
+// the application database's tables (SELECT on it alone); ReadWrite also
+// inserts, updates and deletes their rows. Neither changes the schema. A locked user may no longer
 // log in; what it owns and its grants stay. A session keeps the database
 // privileges it had until it reconnects (the server's rule). The locks
 // come first (layout.LockedFirst).
@@ -124,9 +124,11 @@ func ManagedUserStatements(flavor Flavor, application string, users []layout.Man
 		if flavor == MySQL {
 			auth = "IDENTIFIED BY " + quoteString(u.Password)
 		}
+		// 0 is no limit of the user's own.
+		limit := fmt.Sprintf(" WITH MAX_USER_CONNECTIONS %d", u.ConnectionLimit)
 		add(
-			Statement{"creating the user " + u.Name, "CREATE USER IF NOT EXISTS " + account + " " + auth},
-			Statement{"updating the user " + u.Name, "ALTER USER " + account + " " + auth + " ACCOUNT UNLOCK"},
+			Statement{"creating the user " + u.Name, "CREATE USER IF NOT EXISTS " + account + " " + auth + limit},
+			Statement{"updating the user " + u.Name, "ALTER USER " + account + " " + auth + limit + " ACCOUNT UNLOCK"},
 			Statement{"letting " + u.Name + " read", "GRANT SELECT ON " + database + " TO " + account})
 		if u.Access == layout.AccessReadWrite {
 			add(Statement{"letting " + u.Name + " write", "GRANT INSERT, UPDATE, DELETE ON " + database + " TO " + account})

@@ -27,3 +27,12 @@ func TestManagedUserStatementsSendMariaDBTheHashAlone(t *testing.T) {
 		}
 	}
 }
+
+func TestManagedUserStatementsSetTheConnectionLimit(t *testing.T) {
+	for limit, want := range map[int32]string{0: " WITH MAX_USER_CONNECTIONS 0 ACCOUNT UNLOCK", 5: " WITH MAX_USER_CONNECTIONS 5 ACCOUNT UNLOCK"} {
+		stmts := ManagedUserStatements(MariaDB, "shop", []layout.ManagedUser{{Name: "etl", Access: layout.AccessReadOnly, Password: "p", ConnectionLimit: limit}})
+		if len(stmts) < 2 || !strings.HasPrefix(stmts[1].SQL, "ALTER USER 'etl'@'%'") || !strings.HasSuffix(stmts[1].SQL, want) {
+			t.Errorf("limit %d: the statements are %+v, want an ALTER USER ending %q", limit, stmts, want)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package postgres
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"github.com/jackc/pgx/v5"
@@ -88,7 +89,8 @@ func keepsManagedUser(application, name string) bool {
 
 // ManagedUserStatements bring the users of spec.users to what users says,
 // given their SCRAM verifiers and the roles that exist. Each one that is
-// not locked logs in with its password, with no attribute beyond, and
+// not locked logs in with its password, within its connection limit (-1
+// for none), with no attribute beyond, and
 // connects to the application database alone (the only one its owner
 // may create; PUBLIC may connect to none). ReadOnly: a member of
 // pg_read_all_data, its sessions read-only by default. ReadWrite: of
@@ -115,7 +117,11 @@ func ManagedUserStatements(application string, users []layout.ManagedUser, verif
 			}
 			continue
 		}
-		attributes := "LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS PASSWORD " + literal(verifiers[u.Name])
+		limit := int32(-1)
+		if u.ConnectionLimit > 0 {
+			limit = u.ConnectionLimit
+		}
+		attributes := fmt.Sprintf("LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS CONNECTION LIMIT %d PASSWORD %s", limit, literal(verifiers[u.Name]))
 		if existing[u.Name] {
 			add(Statement{"updating the user " + u.Name, "ALTER ROLE " + role + " WITH " + attributes})
 		} else {

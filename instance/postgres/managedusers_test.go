@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/dbpilot/dbpilot/instance/layout"
@@ -29,6 +30,15 @@ func TestApplicationUserCleanup(t *testing.T) {
 	for i := range want {
 		if got[i].SQL != want[i] {
 			t.Errorf("statement %d: %s, want %s", i, got[i].SQL, want[i])
+		}
+	}
+}
+
+func TestManagedUserStatementsSetTheConnectionLimit(t *testing.T) {
+	for limit, want := range map[int32]string{0: "CONNECTION LIMIT -1 ", 5: "CONNECTION LIMIT 5 "} {
+		stmts := ManagedUserStatements("shop", []layout.ManagedUser{{Name: "etl", Access: layout.AccessReadOnly, Password: "p", ConnectionLimit: limit}}, map[string]string{"etl": "v"}, map[string]bool{"etl": true})
+		if len(stmts) == 0 || !strings.HasPrefix(stmts[0].SQL, `ALTER ROLE "etl" WITH `) || !strings.Contains(stmts[0].SQL, want) {
+			t.Errorf("limit %d: the first statement is %+v, want an ALTER ROLE with %q", limit, stmts, want)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package instance_test
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -9,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/dbpilot/dbpilot/instance/layout"
 )
@@ -31,7 +34,8 @@ func managedUsersFile(t testing.TB, u osUser, path string, users ...layout.Manag
 // kept by its entry's digest, and the engine's refusal of a user made a
 // member of a role it is granted (a cycle), which the retry keeps once
 // the cycle is gone; an access raised and a
-// password rotated apply to the running engine; a removed (locked) user
+// password rotated apply to the running engine, and so does a limit of one
+// session (a second refused) and its removal; a removed (locked) user
 // loses its open session and its login, keeps its rows, and logs in again
 // once listed again; removed again and then made the application user, it
 // logs in and writes (nothing of the managed user it was holds it back).
@@ -119,7 +123,7 @@ func TestPostgresManagedUsers(t *testing.T) {
 	kept.Password = "report-pass-circle"
 	managedUsersFile(t, pg, usersFile, kept, layout.ManagedUser{Name: "etl", Access: layout.AccessReadWrite, Password: "etl-pass-1"})
 	eventually(t, 15*time.Second, "the status reports the refusal", func() error {
-		return reportsUser(p, "report", "", "letting report read")
+		return reportsUser(p, "report", layout.ManagedUserDigest("", kept), "letting report read")
 	})
 	if _, err := admin.Exec(ctx, "REVOKE report FROM pg_read_all_data"); err != nil {
 		t.Fatal(err)
@@ -128,10 +132,10 @@ func TestPostgresManagedUsers(t *testing.T) {
 		return reportsUser(p, "report", layout.ManagedUserDigest("", kept), "")
 	})
 
-	// report raised to ReadWrite with a new password, etl removed while
-	// its session is open.
+	// report raised to ReadWrite with a new password and limited to one
+	// session, etl removed while its session is open.
 	managedUsersFile(t, pg, usersFile,
-		layout.ManagedUser{Name: "report", Access: layout.AccessReadWrite, Password: "report-pass-2"},
+		layout.ManagedUser{Name: "report", Access: layout.AccessReadWrite, Password: "report-pass-2", ConnectionLimit: 1},
 		layout.ManagedUser{Name: "etl", Locked: true})
 	eventually(t, 15*time.Second, "the raised user writes with its new password", func() error {
 		conn, err := pgConnect(ctx, port, "report", "report-pass-2", "shop")
@@ -145,6 +149,18 @@ func TestPostgresManagedUsers(t *testing.T) {
 	if conn, err := pgConnect(ctx, port, "report", "report-pass-1", "shop"); err == nil {
 		conn.Close(ctx)
 		t.Error("the former password still works")
+	}
+	var held *pgx.Conn
+	eventually(t, 15*time.Second, "the limited user holds its one session", func() (err error) {
+		held, err = pgConnect(ctx, port, "report", "report-pass-2", "shop")
+		return err
+	})
+	defer held.Close(ctx)
+	if conn, err := pgConnect(ctx, port, "report", "report-pass-2", "shop"); err == nil {
+		conn.Close(ctx)
+		t.Error("the user limited to one session opened a second")
+	} else if !strings.Contains(err.Error(), "too many connections for role") {
+		t.Errorf("the second session is refused otherwise than by the limit: %v", err)
 	}
 	eventually(t, 15*time.Second, "the removed user's open session ends", func() error {
 		if _, err := etl.Exec(ctx, "SELECT 1"); err == nil {
@@ -170,6 +186,14 @@ func TestPostgresManagedUsers(t *testing.T) {
 		}
 		return err
 	})
+	eventually(t, 15*time.Second, "the limit taken off, a second session opens", func() error {
+		conn, err := pgConnect(ctx, port, "report", "report-pass-2", "shop")
+		if err == nil {
+			conn.Close(ctx)
+		}
+		return err
+	})
+	held.Close(ctx)
 
 	// Removed again, then made the application user (a credentials
 	// Secret of the user's renamed): it logs in, owns its database and
@@ -269,7 +293,7 @@ func TestMariaDBManagedUsers(t *testing.T) {
 	}
 
 	managedUsersFile(t, my, usersFile,
-		layout.ManagedUser{Name: "report", Access: layout.AccessReadWrite, Password: "report-pass-2"},
+		layout.ManagedUser{Name: "report", Access: layout.AccessReadWrite, Password: "report-pass-2", ConnectionLimit: 1},
 		layout.ManagedUser{Name: "etl", Locked: true})
 	eventually(t, 15*time.Second, "the raised user writes with its new password", func() error {
 		db, err := mysqlConnect(ctx, port, "report", "report-pass-2", "shop")
@@ -283,6 +307,18 @@ func TestMariaDBManagedUsers(t *testing.T) {
 	if db, err := mysqlConnect(ctx, port, "report", "report-pass-1", "shop"); err == nil {
 		db.Close()
 		t.Error("the former password still works")
+	}
+	var held *sql.DB
+	eventually(t, 15*time.Second, "the limited user holds its one session", func() (err error) {
+		held, err = mysqlConnect(ctx, port, "report", "report-pass-2", "shop")
+		return err
+	})
+	defer held.Close()
+	if db, err := mysqlConnect(ctx, port, "report", "report-pass-2", "shop"); err == nil {
+		db.Close()
+		t.Error("the user limited to one session opened a second")
+	} else if !strings.Contains(err.Error(), "max_user_connections") {
+		t.Errorf("the second session is refused otherwise than by the limit: %v", err)
 	}
 	eventually(t, 15*time.Second, "the removed user's open session ends", func() error {
 		if _, err := etl.ExecContext(ctx, "SELECT 1"); err == nil {
@@ -308,6 +344,14 @@ func TestMariaDBManagedUsers(t *testing.T) {
 		}
 		return err
 	})
+	eventually(t, 15*time.Second, "the limit taken off, a second session opens", func() error {
+		db, err := mysqlConnect(ctx, port, "report", "report-pass-2", "shop")
+		if err == nil {
+			db.Close()
+		}
+		return err
+	})
+	held.Close()
 
 	// Removed again, then made the application user: unlocked, it owns
 	// its database.
@@ -332,10 +376,10 @@ func TestMariaDBManagedUsers(t *testing.T) {
 	p.stop(t)
 }
 
-// reportsUser checks the instance's status: the user is reported kept
-// with the digest kept ("" for none), and refused with a message holding
-// refused ("" for none).
-func reportsUser(p *program, user, kept, refused string) error {
+// reportsUser checks the instance's status: the user is reported with
+// the digest entry of its entry, refused with a message holding refused
+// ("" for kept).
+func reportsUser(p *program, user, entry, refused string) error {
 	resp, err := p.client.Get(strings.Replace(p.probe, "/readyz", layout.StatusPath, 1))
 	if err != nil {
 		return err
@@ -349,8 +393,8 @@ func reportsUser(p *program, user, kept, refused string) error {
 		if r.Name != user {
 			continue
 		}
-		if r.Kept != kept || (refused == "") != (r.Refused == "") || !strings.Contains(r.Refused, refused) {
-			return fmt.Errorf("%s is reported kept %q, refused %q", user, r.Kept, r.Refused)
+		if r.Entry != entry || (refused == "") != (r.Refused == "") || !strings.Contains(r.Refused, refused) {
+			return fmt.Errorf("%s is reported with entry %q, refused %q", user, r.Entry, r.Refused)
 		}
 		return nil
 	}
