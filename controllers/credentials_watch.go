@@ -18,7 +18,8 @@ import (
 )
 
 // userSecretIndex indexes Databases by the user's Secrets they name:
-// spec.credentialsSecretName and spec.tls.serverCertificateSecretName.
+// spec.credentialsSecretName, spec.tls.serverCertificateSecretName and
+// spec.users[].passwordSecret.name.
 const userSecretIndex = "userSecrets"
 
 // watchUserSecrets makes a change to a user's Secret that a Database names
@@ -59,6 +60,11 @@ func userSecretsOf(obj client.Object) []string {
 	for _, name := range []string{db.Spec.CredentialsSecretName, db.ProvidedServerCertificateSecretName()} {
 		if name != "" {
 			names = append(names, name)
+		}
+	}
+	for _, u := range db.Spec.Users {
+		if u.PasswordSecret != nil {
+			names = append(names, u.PasswordSecret.Name)
 		}
 	}
 	return names

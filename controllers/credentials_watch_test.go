@@ -1,10 +1,13 @@
 package controllers
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
 )
 
 // TestSecretIdentityKeepsNoValue checks that a user's Secret enters the
@@ -30,5 +33,14 @@ func TestSecretIdentityKeepsNoValue(t *testing.T) {
 	}
 	if strings.Contains(got.String(), "s3cret") {
 		t.Error("a secret value is still in the cached metadata")
+	}
+}
+
+func TestUserSecretsOfNamesEverySecretOfTheOwners(t *testing.T) {
+	db := testDatabase(1)
+	db.Spec.CredentialsSecretName = "crm-credentials"
+	db.Spec.Users = []dbpilotv1alpha1.DatabaseUser{{Name: "report"}, {Name: "etl", PasswordSecret: &dbpilotv1alpha1.UserPasswordSecret{Name: "etl-password"}}}
+	if got := userSecretsOf(db); !slices.Equal(got, []string{"crm-credentials", "etl-password"}) {
+		t.Errorf("userSecretsOf = %v, want the credentials and etl's password Secret (report's is dbpilot's own, cached)", got)
 	}
 }

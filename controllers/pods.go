@@ -65,7 +65,7 @@ func (r *DatabaseReconciler) reconcilePodRoles(ctx context.Context, s *scope) (c
 	if len(s.instances) > 0 {
 		result = soonest(result, ctrl.Result{RequeueAfter: instancePoll(s.pods, s.instances)})
 	}
-	if s.usersObserved && usersPending(s.users, usersReport(designated, s.instances)) {
+	if s.usersObserved && usersPending(s.users, designated, s.instances, r.clock().Now()) {
 		result = soonest(result, ctrl.Result{RequeueAfter: instanceSettlingPoll})
 	}
 	return result, nil

@@ -32,7 +32,9 @@ func (r *DatabaseReconciler) predecessorChild(ctx context.Context, db *dbpilotv1
 		children = append(children, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: db.CredentialsSecretName()}})
 	}
 	for _, u := range db.Spec.Users {
-		children = append(children, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: db.UserSecretName(u.Name)}})
+		if u.PasswordSecret == nil {
+			children = append(children, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: db.UserSecretName(u.Name)}})
+		}
 	}
 	for _, child := range children {
 		kind := "ConfigMap"

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -19,7 +20,8 @@ import (
 )
 
 // reconcileUsers keeps the users of spec.users: a Secret of each one's
-// password (generated once), the users the pods keep in the engine in the
+// password (generated once, unless the user's passwordSecret names the
+// owner's), the users the pods keep in the engine in the
 // replication Secret (desired.ManagedUsers: the pods read it as a file,
 // so no pod restarts). The Secret of a user no longer listed, whom the
 // pods lock, is kept: it opens nothing while the user is locked, and lets
@@ -37,6 +39,18 @@ func (r *DatabaseReconciler) reconcileUsers(ctx context.Context, s *scope) (ctrl
 	for i, u := range db.Spec.Users {
 		if u.Name == s.applicationUser {
 			refuse(u.Name, fmt.Sprintf("spec.users[%d].name: %q is the application user (the credentials Secret's %s); it is left as it is", i, u.Name, desired.SecretKeyUsername))
+			continue
+		}
+		if u.PasswordSecret != nil {
+			password, problem, err := r.providedUserPassword(ctx, db, i, u)
+			if err != nil {
+				return ctrl.Result{}, err
+			}
+			if problem != "" {
+				refuse(u.Name, problem)
+				continue
+			}
+			passwords[u.Name] = password
 			continue
 		}
 		key := client.ObjectKey{Namespace: db.Namespace, Name: db.UserSecretName(u.Name)}
@@ -72,6 +86,31 @@ func (r *DatabaseReconciler) reconcileUsers(ctx context.Context, s *scope) (ctrl
 	return ctrl.Result{}, nil
 }
 
+// providedUserPassword reads the password of the user of spec.users[i]
+// from the owner's Secret that passwordSecret names, which is never
+// written; problem says what is wrong with it, naming the field and a
+// key, never a value. The Secret's changes reconcile the Database
+// (watchUserSecrets).
+func (r *DatabaseReconciler) providedUserPassword(ctx context.Context, db *dbpilotv1alpha1.Database, i int, u dbpilotv1alpha1.DatabaseUser) (password, problem string, err error) {
+	field := fmt.Sprintf("spec.users[%d].passwordSecret.name", i)
+	secret := &corev1.Secret{}
+	err = r.APIReader.Get(ctx, client.ObjectKey{Namespace: db.Namespace, Name: u.PasswordSecret.Name}, secret)
+	switch {
+	case apierrors.IsNotFound(err):
+		return "", fmt.Sprintf("%s: Secret %s does not exist; the user keeps its former password", field, u.PasswordSecret.Name), nil
+	case err != nil:
+		return "", "", fmt.Errorf("reading Secret %s named by %s: %w", u.PasswordSecret.Name, field, err)
+	}
+	password = strings.TrimRight(string(secret.Data[desired.SecretKeyPassword]), "\n")
+	if password == "" {
+		return "", fmt.Sprintf("%s: Secret %s lacks the key %s; the user keeps its former password", field, u.PasswordSecret.Name, desired.SecretKeyPassword), nil
+	}
+	if name, ok := secret.Data[desired.SecretKeyUsername]; ok && strings.TrimRight(string(name), "\n") != u.Name {
+		return "", fmt.Sprintf("%s: Secret %s key %s names another user than %s; the user keeps its former password", field, u.PasswordSecret.Name, desired.SecretKeyUsername, u.Name), nil
+	}
+	return password, "", nil
+}
+
 // writeManagedUsers puts the users the pods keep into the replication
 // Secret, when they differ from those it holds, and tells what it lists
 // and the key of the primary's report.
@@ -96,6 +135,7 @@ func (r *DatabaseReconciler) writeManagedUsers(ctx context.Context, db *dbpilotv
 	}
 	users := desired.ManagedUsers(db.Spec.Users, passwords, previous)
 	seen := usersSeen{listed: users, changed: changedEntries(previous, users), key: string(secret.Data[layout.KeyReplicationPassword])}
+	seen.written, _ = time.Parse(time.RFC3339, secret.Annotations[desired.AnnotationUsersWritten])
 	if len(users) == 0 && len(current) == 0 {
 		return seen, nil
 	}
@@ -111,12 +151,17 @@ func (r *DatabaseReconciler) writeManagedUsers(ctx context.Context, db *dbpilotv
 		secret.Data = map[string][]byte{}
 	}
 	secret.Data[layout.KeyUsers] = wanted
+	seen.written = r.clock().Now()
+	if secret.Annotations == nil {
+		secret.Annotations = map[string]string{}
+	}
+	secret.Annotations[desired.AnnotationUsersWritten] = seen.written.UTC().Format(time.RFC3339)
 	if err := r.Client.Patch(ctx, secret, patch, client.FieldOwner(FieldOwner)); err != nil {
 		return usersSeen{}, fmt.Errorf("writing the users into Secret %s: %w", key.Name, err)
 	}
 	for _, name := range newlyLocked(previous, users) {
 		r.Recorder.Eventf(db, nil, corev1.EventTypeNormal, dbpilotv1alpha1.EventReasonUserRemoved, "RemoveUser",
-			"User %s is no longer in spec.users: it may no longer log in and its sessions end; what it owns and Secret %s are kept", name, db.UserSecretName(name))
+			"User %s is no longer in spec.users: it may no longer log in and its sessions end; what it owns and its password's Secret are kept", name)
 	}
 	return seen, nil
 }

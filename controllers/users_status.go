@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"time"
 
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
 	"github.com/dbpilot/dbpilot/instance/layout"
@@ -21,6 +22,9 @@ type usersSeen struct {
 	changed  map[string]bool
 	key      string
 	problems map[string]string
+	// written is when the users were last written for the pods
+	// (desired.AnnotationUsersWritten); zero when unknown.
+	written time.Time
 }
 
 // userStatuses are the users in status.users, by name: each one listed
@@ -96,15 +100,29 @@ func usersRefusal(seen usersSeen, statuses []dbpilotv1alpha1.UserStatus) string 
 	return "spec.users: " + strings.Join(refusals, "; ") + "; retrying"
 }
 
-// usersPending tells whether the primary reports the users and holds a
-// listed one otherwise than listed: the Database is then looked at again
-// soon, so status.users turns Ready within seconds of the primary
-// keeping it.
-func usersPending(seen usersSeen, report *layout.InstanceStatus) bool {
-	if report == nil {
+// usersSettleWindow is how long after writing the users for the pods the
+// operator looks again soon while one is pending: the kubelet brings the
+// pods the Secret's change within it.
+const usersSettleWindow = 5 * time.Minute
+
+// usersPending tells whether the Database is to be looked at again soon
+// for its users: the pod named primary reports itself the primary, a
+// listed user is Pending, and either that primary reports users (it
+// keeps them: the rest follows within seconds of the kubelet's update)
+// or the users were written for the pods less than usersSettleWindow
+// before now (a first user waits for the kubelet's update). So
+// status.users turns Ready within seconds of the primary keeping a user,
+// and an instance program that reports no users (one older than the
+// operator) is not asked every few seconds for long.
+func usersPending(seen usersSeen, primary string, reports map[string]layout.InstanceStatus, now time.Time) bool {
+	if report, ok := reports[primary]; !ok || report.Role != layout.RolePrimary {
 		return false
 	}
-	for _, status := range userStatuses(seen, "", report, nil) {
+	report := usersReport(primary, reports)
+	if report == nil && now.Sub(seen.written) >= usersSettleWindow {
+		return false
+	}
+	for _, status := range userStatuses(seen, primary, report, nil) {
 		if status.State == dbpilotv1alpha1.UserPending {
 			return true
 		}

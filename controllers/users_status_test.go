@@ -98,10 +98,34 @@ func TestUserStatuses(t *testing.T) {
 			if refusal := usersRefusal(c.seen, statuses); refusal != c.refusal {
 				t.Errorf("refusal %q, want %q", refusal, c.refusal)
 			}
-			if pending := usersPending(c.seen, c.report); pending != c.pending {
+			reports := map[string]layout.InstanceStatus{}
+			if c.report != nil {
+				reports["db-0"] = *c.report
+			}
+			if pending := usersPending(c.seen, "db-0", reports, testNow.Time); pending != c.pending {
 				t.Errorf("pending %v, want %v", pending, c.pending)
 			}
 		})
+	}
+}
+
+func TestUsersPendingWhileTheChangeIsOnItsWay(t *testing.T) {
+	seen := usersSeen{listed: []layout.ManagedUser{{Name: "report", Access: layout.AccessReadOnly, Password: "p"}}, key: "k"}
+	primary := map[string]layout.InstanceStatus{"db-0": {Role: layout.RolePrimary}}
+	for what, c := range map[string]struct {
+		written time.Duration
+		reports map[string]layout.InstanceStatus
+		want    bool
+	}{
+		"written a minute ago, the primary reports no user yet":  {time.Minute, primary, true},
+		"written ten minutes ago, the primary reports no user":   {10 * time.Minute, primary, false},
+		"written a minute ago, no primary answers":               {time.Minute, map[string]layout.InstanceStatus{}, false},
+		"written a minute ago, the designated pod still replica": {time.Minute, map[string]layout.InstanceStatus{"db-0": {Role: layout.RoleReplica}}, false},
+	} {
+		seen.written = testNow.Add(-c.written)
+		if got := usersPending(seen, "db-0", c.reports, testNow.Time); got != c.want {
+			t.Errorf("%s: pending %v, want %v", what, got, c.want)
+		}
 	}
 }
 

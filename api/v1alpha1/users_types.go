@@ -45,13 +45,34 @@ type DatabaseUser struct {
 	// connectionLimit is how many sessions the user may hold at once
 	// (1 to 10000; PostgreSQL's CONNECTION LIMIT, MariaDB/MySQL's
 	// MAX_USER_CONNECTIONS): a report tool that opens sessions without
-	// bound takes none of the application's. A login beyond it is
-	// refused; lowering it ends no open session. Unset, the user has no
-	// limit of its own (the server's max_connections bounds every user).
+	// bound takes none of the application's. Each server counts its own
+	// sessions: the primary and every replica hold the limit apiece. A
+	// login beyond it is refused; lowering it ends no open session.
+	// Unset, the user has no limit of its own (the server's
+	// max_connections bounds every user).
 	// +optional
 	// +kubebuilder:validation:Minimum=1
 	// +kubebuilder:validation:Maximum=10000
 	ConnectionLimit *int32 `json:"connectionLimit,omitempty"`
+
+	// passwordSecret names a Secret of yours that holds the user's
+	// password (one an external secret store fills, say): dbpilot reads
+	// it, follows its changes into the running engine, never writes it,
+	// and generates no Secret for the user. Unset, dbpilot generates the
+	// password into <name>.user.<user>.
+	// +optional
+	PasswordSecret *UserPasswordSecret `json:"passwordSecret,omitempty"`
+}
+
+// UserPasswordSecret names a Secret of the owner's holding a user's
+// password.
+type UserPasswordSecret struct {
+	// name is the Secret's name, in the Database's namespace. Its key
+	// password is the user's password; its key username, when there,
+	// must be the user's name.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
 }
 
 // UserSecretName is the Secret of the password dbpilot generates for the

@@ -10,6 +10,11 @@ import (
 	"github.com/dbpilot/dbpilot/instance/layout"
 )
 
+// AnnotationUsersWritten, on the replication Secret, is when the operator
+// last wrote its layout.KeyUsers (RFC 3339): a user is looked at soon
+// while the change is on its way to the pods.
+const AnnotationUsersWritten = "dbpilot.io/users-written"
+
 // UserSecret is the Secret of a user of spec.users: its name and the
 // password dbpilot generated, created once like the credentials Secret
 // and never written again (editing its password rotates it).

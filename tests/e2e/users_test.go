@@ -52,16 +52,7 @@ func TestUsersReachThePodsWithoutARestart(t *testing.T) {
 		g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: db.UserSecretName(user)}, secret)).To(Succeed())
 		return secret
 	}
-	managed := func(g Gomega) map[string]layout.ManagedUser {
-		g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: db.ReplicationSecretName()}, replication)).To(Succeed())
-		users, err := layout.ParseManagedUsers(replication.Data[layout.KeyUsers])
-		g.Expect(err).NotTo(HaveOccurred())
-		byName := map[string]layout.ManagedUser{}
-		for _, u := range users {
-			byName[u.Name] = u
-		}
-		return byName
-	}
+	managed := func(g Gomega) map[string]layout.ManagedUser { return managedUsersOf(g, db) }
 	g.Eventually(func(g Gomega) {
 		users := managed(g)
 		g.Expect(users).To(HaveLen(2))
@@ -163,4 +154,85 @@ func TestUsersReachThePodsWithoutARestart(t *testing.T) {
 		g.Expect(secret.Labels).To(HaveKeyWithValue(dbpilotv1alpha1.LabelRetainedFrom, db.Name), "Secret %s", secret.Name)
 		g.Expect(secret.OwnerReferences).To(BeEmpty(), "Secret %s", secret.Name)
 	}
+}
+
+// TestUsersWithTheOwnersPasswordSecret: a user whose passwordSecret names
+// a Secret of the owner's takes its password from there. While the
+// Secret does not exist the user is Failed and Degraded (UsersInvalid)
+// names the field; once created, the replication Secret lists the user
+// with that password, and an edit follows there (kwok's pods never
+// answer, so the operator polls them every 5 s whatever it watches: the
+// Secret's watch is checked by TestUserSecretsOfNamesEverySecretOfTheOwners); a username key naming another
+// user is refused, the former password kept. dbpilot generates no Secret
+// for the user and never writes the owner's.
+func TestUsersWithTheOwnersPasswordSecret(t *testing.T) {
+	t.Parallel()
+	g := NewWithT(t)
+	ctx := context.Background()
+	ns := restrictedNamespace(t, "users-own")
+	startOperator(t, ns)
+
+	db := newDatabase(ns, "crm", dbpilotv1alpha1.EnginePostgres)
+	db.Spec.Users = []dbpilotv1alpha1.DatabaseUser{{Name: "report"}, {Name: "etl", PasswordSecret: &dbpilotv1alpha1.UserPasswordSecret{Name: "etl-password"}}}
+	g.Expect(k8sClient.Create(ctx, db)).To(Succeed())
+	field := "spec.users[1].passwordSecret.name"
+	managed := func(g Gomega) map[string]layout.ManagedUser { return managedUsersOf(g, db) }
+	degradedBy := func(g Gomega, reason, text string) {
+		fetch(g, db)
+		degraded := findCondition(db, dbpilotv1alpha1.ConditionDegraded)
+		g.Expect(degraded).NotTo(BeNil())
+		g.Expect(degraded.Reason).To(Equal(reason))
+		g.Expect(degraded.Message).To(ContainSubstring(text))
+	}
+	g.Eventually(func(g Gomega) {
+		degradedBy(g, dbpilotv1alpha1.ReasonUsersInvalid, field+": Secret etl-password does not exist")
+		g.Expect(db.Status.Users).To(ContainElement(And(HaveField("Name", "etl"), HaveField("State", dbpilotv1alpha1.UserFailed))))
+		g.Expect(managed(g)).To(And(HaveKey("report"), Not(HaveKey("etl"))))
+	}, convergeTimeout, pollInterval).Should(Succeed())
+
+	own := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "etl-password"},
+		Data: map[string][]byte{desired.SecretKeyPassword: []byte("chosen-by-the-owner-1\n")}}
+	g.Expect(k8sClient.Create(ctx, own)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		g.Expect(managed(g)["etl"]).To(Equal(layout.ManagedUser{Name: "etl", Access: layout.AccessReadOnly, Password: "chosen-by-the-owner-1"}))
+		degradedBy(g, dbpilotv1alpha1.ReasonAsExpected, "")
+	}, convergeTimeout, pollInterval).Should(Succeed())
+
+	fetch(g, own)
+	own.Data[desired.SecretKeyPassword] = []byte("chosen-by-the-owner-2")
+	g.Expect(k8sClient.Update(ctx, own)).To(Succeed())
+	g.Eventually(func(g Gomega) string {
+		return managed(g)["etl"].Password
+	}, convergeTimeout, pollInterval).Should(Equal("chosen-by-the-owner-2"))
+
+	fetch(g, own)
+	own.Data[desired.SecretKeyUsername] = []byte("someone_else")
+	own.Data[desired.SecretKeyPassword] = []byte("chosen-by-the-owner-3")
+	g.Expect(k8sClient.Update(ctx, own)).To(Succeed())
+	g.Eventually(func(g Gomega) {
+		degradedBy(g, dbpilotv1alpha1.ReasonUsersInvalid, field+": Secret etl-password key username names another user than etl")
+	}, convergeTimeout, pollInterval).Should(Succeed())
+	g.Expect(managed(g)["etl"].Password).To(Equal("chosen-by-the-owner-2"), "the former password kept")
+	g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: db.UserSecretName("etl")}, &corev1.Secret{})).
+		To(WithTransform(isNotFound, BeTrue()), "no Secret generated for a user with its owner's")
+	fetch(g, own)
+	g.Expect(own.OwnerReferences).To(BeEmpty(), "the owner's Secret is never written")
+	g.Expect(own.Labels).To(BeEmpty(), "the owner's Secret is never written")
+	for _, entry := range own.ManagedFields {
+		g.Expect(entry.Manager).NotTo(ContainSubstring("dbpilot"), "the owner's Secret is never written")
+	}
+}
+
+// managedUsersOf reads the users the replication Secret of db lists for
+// the pods, by name.
+func managedUsersOf(g Gomega, db *dbpilotv1alpha1.Database) map[string]layout.ManagedUser {
+	replication := &corev1.Secret{}
+	g.Expect(k8sClient.Get(context.Background(), client.ObjectKey{Namespace: db.Namespace, Name: db.ReplicationSecretName()}, replication)).To(Succeed())
+	users, err := layout.ParseManagedUsers(replication.Data[layout.KeyUsers])
+	g.Expect(err).NotTo(HaveOccurred())
+	byName := map[string]layout.ManagedUser{}
+	for _, u := range users {
+		byName[u.Name] = u
+	}
+	return byName
 }

@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
@@ -17,16 +18,16 @@ import (
 // reportUser is the ReadOnly user of spec.users the replication test adds.
 const reportUser = "report"
 
-// expectManagedUserReads adds a ReadOnly user to the running Database:
-// once the kubelet has brought the replication Secret's new key to the
-// pods, with no pod restarted, it logs in through the -ro Service with
-// the password of its own Secret (over TLS, with no client certificate:
-// only the application user needs one), reads what the application
-// wrote, and writes nothing through the -rw Service, and status.users
-// tells it Ready (the primary's report, keyed with the replication
-// password, names the entry the operator wrote); removed, its open
-// session on a replica ends, it logs in nowhere and status.users tells
-// it Locked.
+// expectManagedUserReads adds a ReadOnly user limited to one session to
+// the running Database: once the kubelet has brought the replication
+// Secret's new key to the pods, with no pod restarted, it logs in through
+// the -ro Service with the password of its own Secret (over TLS, with no
+// client certificate: only the application user needs one), reads what
+// the application wrote, writes nothing through the -rw Service and,
+// holding a session there, is refused a second one; status.users tells
+// it Ready (the primary's report, keyed with the replication password,
+// names the entry the operator wrote). Removed, its open session on a
+// replica ends, it logs in nowhere and status.users tells it Locked.
 // It returns the user's password, for the search of secrets in logs.
 func expectManagedUserReads(t *testing.T, g Gomega, db *dbpilotv1alpha1.Database, tc replicationSQL, sum int) string {
 	t.Helper()
@@ -36,7 +37,7 @@ func expectManagedUserReads(t *testing.T, g Gomega, db *dbpilotv1alpha1.Database
 		if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(db), db); err != nil {
 			return err
 		}
-		db.Spec.Users = []dbpilotv1alpha1.DatabaseUser{{Name: reportUser}}
+		db.Spec.Users = []dbpilotv1alpha1.DatabaseUser{{Name: reportUser, ConnectionLimit: ptr.To[int32](1)}}
 		return k8sClient.Update(ctx, db)
 	}, 10*time.Second, 200*time.Millisecond).Should(Succeed())
 	start := time.Now()
@@ -77,11 +78,23 @@ func expectManagedUserReads(t *testing.T, g Gomega, db *dbpilotv1alpha1.Database
 	g.Expect(err).NotTo(HaveOccurred())
 	defer writer.close()
 	g.Expect(writer.exec(ctx, tc.more3)).NotTo(Succeed(), "the ReadOnly user wrote rows through the -rw Service")
+	// Limited to one session, which writer holds on the primary.
+	if second, err := connect(db.ReadWriteServiceName()); err == nil {
+		second.close()
+		t.Errorf("%s: the user limited to one session opened a second on the primary", tc.engine)
+	} else {
+		g.Expect(err.Error()).To(Or(ContainSubstring("too many connections for role"), ContainSubstring("max_user_connections")), "the second session is refused by the limit")
+	}
 
 	// Removed while a session on a replica is open: the replica ends it
 	// (the primary's lock reaches it by replication, its sessions do not).
-	reader, err := connect(db.ReadOnlyServiceName())
-	g.Expect(err).NotTo(HaveOccurred())
+	// A session the reads above closed may still count on the replica
+	// a moment.
+	var reader sqlSession
+	g.Eventually(func() (err error) {
+		reader, err = connect(db.ReadOnlyServiceName())
+		return err
+	}, 30*time.Second, time.Second).Should(Succeed())
 	defer reader.close()
 	g.Eventually(func() error {
 		if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(db), db); err != nil {
