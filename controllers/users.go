@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -42,10 +43,7 @@ func (r *DatabaseReconciler) reconcileUsers(ctx context.Context, s *scope) (ctrl
 			continue
 		}
 		if u.PasswordSecret != nil {
-			password, problem, err := r.providedUserPassword(ctx, db, i, u)
-			if err != nil {
-				return ctrl.Result{}, err
-			}
+			password, problem := r.providedUserPassword(ctx, db, i, u)
 			if problem != "" {
 				refuse(u.Name, problem)
 				continue
@@ -70,8 +68,8 @@ func (r *DatabaseReconciler) reconcileUsers(ctx context.Context, s *scope) (ctrl
 			continue
 		}
 		password := strings.TrimRight(string(secret.Data[desired.SecretKeyPassword]), "\n")
-		if password == "" {
-			refuse(u.Name, fmt.Sprintf("spec.users[%d]: Secret %s lacks the key %s; the user keeps its former password", i, key.Name, desired.SecretKeyPassword))
+		if problem := passwordProblem(password); problem != "" {
+			refuse(u.Name, fmt.Sprintf("spec.users[%d]: Secret %s key %s %s; the user keeps its former password", i, key.Name, desired.SecretKeyPassword, problem))
 			continue
 		}
 		passwords[u.Name] = password
@@ -88,27 +86,43 @@ func (r *DatabaseReconciler) reconcileUsers(ctx context.Context, s *scope) (ctrl
 
 // providedUserPassword reads the password of the user of spec.users[i]
 // from the owner's Secret that passwordSecret names, which is never
-// written; problem says what is wrong with it, naming the field and a
-// key, never a value. The Secret's changes reconcile the Database
+// written; problem says what is wrong with it (a read that fails
+// included: it holds back no other user nor phase), naming the field and
+// a key, never a value. The Secret's changes reconcile the Database
 // (watchUserSecrets).
-func (r *DatabaseReconciler) providedUserPassword(ctx context.Context, db *dbpilotv1alpha1.Database, i int, u dbpilotv1alpha1.DatabaseUser) (password, problem string, err error) {
+func (r *DatabaseReconciler) providedUserPassword(ctx context.Context, db *dbpilotv1alpha1.Database, i int, u dbpilotv1alpha1.DatabaseUser) (password, problem string) {
 	field := fmt.Sprintf("spec.users[%d].passwordSecret.name", i)
 	secret := &corev1.Secret{}
-	err = r.APIReader.Get(ctx, client.ObjectKey{Namespace: db.Namespace, Name: u.PasswordSecret.Name}, secret)
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: db.Namespace, Name: u.PasswordSecret.Name}, secret)
 	switch {
 	case apierrors.IsNotFound(err):
-		return "", fmt.Sprintf("%s: Secret %s does not exist; the user keeps its former password", field, u.PasswordSecret.Name), nil
+		return "", fmt.Sprintf("%s: Secret %s does not exist; the user keeps its former password", field, u.PasswordSecret.Name)
 	case err != nil:
-		return "", "", fmt.Errorf("reading Secret %s named by %s: %w", u.PasswordSecret.Name, field, err)
+		// The other users, and every later phase, go on.
+		return "", fmt.Sprintf("%s: Secret %s cannot be read (%v); the user keeps its former password", field, u.PasswordSecret.Name, err)
 	}
 	password = strings.TrimRight(string(secret.Data[desired.SecretKeyPassword]), "\n")
-	if password == "" {
-		return "", fmt.Sprintf("%s: Secret %s lacks the key %s; the user keeps its former password", field, u.PasswordSecret.Name, desired.SecretKeyPassword), nil
+	if problem := passwordProblem(password); problem != "" {
+		return "", fmt.Sprintf("%s: Secret %s key %s %s; the user keeps its former password", field, u.PasswordSecret.Name, desired.SecretKeyPassword, problem)
 	}
 	if name, ok := secret.Data[desired.SecretKeyUsername]; ok && strings.TrimRight(string(name), "\n") != u.Name {
-		return "", fmt.Sprintf("%s: Secret %s key %s names another user than %s; the user keeps its former password", field, u.PasswordSecret.Name, desired.SecretKeyUsername, u.Name), nil
+		return "", fmt.Sprintf("%s: Secret %s key %s names another user than %s; the user keeps its former password", field, u.PasswordSecret.Name, desired.SecretKeyUsername, u.Name)
 	}
-	return password, "", nil
+	return password, ""
+}
+
+// passwordProblem says what keeps password from being a user's password,
+// never telling it: missing, or not UTF-8 text without NUL (the users'
+// file is JSON, which would change other bytes, and no engine takes a
+// NUL); "" when fine.
+func passwordProblem(password string) string {
+	switch {
+	case password == "":
+		return "is missing or empty"
+	case !utf8.ValidString(password) || strings.ContainsRune(password, 0):
+		return "is not UTF-8 text without NUL"
+	}
+	return ""
 }
 
 // writeManagedUsers puts the users the pods keep into the replication

@@ -65,11 +65,14 @@ func userStatuses(seen usersSeen, primary string, report *layout.InstanceStatus,
 			status.State, status.Message = dbpilotv1alpha1.UserFailed, seen.problems[name]
 		case report == nil:
 			status.Message = "no primary reports how it keeps the users yet"
-			if i := slices.IndexFunc(stored, func(s dbpilotv1alpha1.UserStatus) bool { return s.Name == name }); i >= 0 && !seen.changed[name] {
+			// What a primary told; a problem of the operator's, gone, is
+			// not.
+			if i := slices.IndexFunc(stored, func(s dbpilotv1alpha1.UserStatus) bool { return s.Name == name }); i >= 0 && !seen.changed[name] &&
+				(stored[i].State != dbpilotv1alpha1.UserFailed || refusedByPrimary(stored[i])) {
 				status = stored[i]
 			}
 		case named && r.Refused != "":
-			status.State, status.Message = dbpilotv1alpha1.UserFailed, fmt.Sprintf("the primary %s refuses it: %s", primary, r.Refused)
+			status.State, status.Message = dbpilotv1alpha1.UserFailed, fmt.Sprintf("%s%s refuses it: %s", refusalPrefix, primary, r.Refused)
 		case named && entry.Locked:
 			status.State = dbpilotv1alpha1.UserLocked
 		case named:
@@ -84,13 +87,22 @@ func userStatuses(seen usersSeen, primary string, report *layout.InstanceStatus,
 	return statuses
 }
 
+// refusalPrefix begins the message of a user the primary refuses.
+const refusalPrefix = "the primary "
+
+// refusedByPrimary tells whether status is a user Failed by the
+// primary's refusal, not by a problem of the operator's.
+func refusedByPrimary(status dbpilotv1alpha1.UserStatus) bool {
+	return status.State == dbpilotv1alpha1.UserFailed && strings.HasPrefix(status.Message, refusalPrefix)
+}
+
 // usersRefusal says which users status.users tells Failed by the
 // primary's refusal (not by a problem of the operator's, which
 // ReasonUsersInvalid tells), and why, or "".
 func usersRefusal(seen usersSeen, statuses []dbpilotv1alpha1.UserStatus) string {
 	var refusals []string
 	for _, status := range statuses {
-		if status.State == dbpilotv1alpha1.UserFailed && seen.problems[status.Name] == "" {
+		if refusedByPrimary(status) && seen.problems[status.Name] == "" {
 			refusals = append(refusals, fmt.Sprintf("%s: %s", status.Name, status.Message))
 		}
 	}

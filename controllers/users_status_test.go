@@ -69,6 +69,12 @@ func TestUserStatuses(t *testing.T) {
 		want:    map[string]dbpilotv1alpha1.UserState{"report": dbpilotv1alpha1.UserPending, "etl": dbpilotv1alpha1.UserFailed, "gone": dbpilotv1alpha1.UserPending},
 		message: map[string]string{"gone": "no primary reports"},
 		refusal: "spec.users: etl: the primary db-0 refuses it: denied; retrying",
+	}, {
+		name:    "without a report, a problem of the operator's that is gone is not kept",
+		seen:    usersSeen{listed: []layout.ManagedUser{report}, key: "k"},
+		stored:  []dbpilotv1alpha1.UserStatus{{Name: "report", State: dbpilotv1alpha1.UserFailed, Message: "spec.users[0].passwordSecret.name: Secret x does not exist"}},
+		want:    map[string]dbpilotv1alpha1.UserState{"report": dbpilotv1alpha1.UserPending},
+		message: map[string]string{"report": "no primary reports"},
 	}}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -188,5 +194,19 @@ func TestBuildStatusTellsTheUsers(t *testing.T) {
 	unobserved.usersObserved = false
 	if got := buildStatus(db, unobserved, testNow).Users; !slices.Equal(got, db.Status.Users) {
 		t.Errorf("a pass that did not look wrote status.users %+v, want the stored %+v", got, db.Status.Users)
+	}
+}
+
+func TestPasswordProblemTellsNoPassword(t *testing.T) {
+	for password, want := range map[string]string{
+		"":                 "is missing or empty",
+		"s3cret\xff\xfe":   "is not UTF-8 text without NUL",
+		"s3cret\x00after":  "is not UTF-8 text without NUL",
+		"s3cret — ünïcode": "",
+	} {
+		got := passwordProblem(password)
+		if got != want || (password != "" && strings.Contains(got, "s3cret")) {
+			t.Errorf("passwordProblem(%q) = %q, want %q", password, got, want)
+		}
 	}
 }

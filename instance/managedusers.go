@@ -31,19 +31,19 @@ type UserKeeper interface {
 }
 
 // RefuseUser records in refused that a statement of user's failed: what
-// it did and err. An engine quotes the statement it cannot parse after
-// "near" (MariaDB, MySQL; PostgreSQL "at or near"): the message stops
-// there, and each of secrets (the password, and what the engine derives
-// from it) is replaced in what is left.
+// it did and err, each of secrets (the password, and what the engine
+// derives from it) replaced. An engine quotes the statement it cannot
+// parse after "near" (MariaDB, MySQL; PostgreSQL "at or near"): the
+// message stops there.
 func RefuseUser(refused map[string]error, user, what string, err error, secrets ...string) {
 	message := err.Error()
-	if i := strings.Index(message, "near "); i >= 0 {
-		message = strings.TrimSpace(message[:i]) + " [the statement's text left out]"
-	}
 	for _, secret := range secrets {
 		if secret != "" {
 			message = strings.ReplaceAll(message, secret, "[redacted]")
 		}
+	}
+	if i := strings.Index(message, "near "); i >= 0 {
+		message = strings.TrimSpace(message[:i]) + " [the statement's text left out]"
 	}
 	refused[user] = errors.Join(refused[user], fmt.Errorf("%s: %s", what, message))
 }

@@ -186,11 +186,14 @@ func TestRefuseUserTellsNoSecret(t *testing.T) {
 	RefuseUser(refused, "etl", "updating the user etl", errors.New(`Error 1064: syntax error near 'IDENTIFIED BY 's3''cret' WITH' at line 1`), "s3'cret")
 	RefuseUser(refused, "etl", "creating the user etl", errors.New("role verifier *94BB exists"), "s3'cret", "*94BB")
 	RefuseUser(refused, "etl", "letting etl read", errors.New("denied"))
+	// Redacted before the cut: a password holding "near " is not cut into
+	// a piece no longer matched.
+	RefuseUser(refused, "etl", "letting etl write", errors.New("password s3near cret refused"), "s3near cret")
 	got := refused["etl"].Error()
 	if strings.Contains(got, "s3") || strings.Contains(got, "*94BB") {
 		t.Errorf("the refusal tells a secret: %s", got)
 	}
-	for _, want := range []string{"updating the user etl: Error 1064: syntax error [the statement's text left out]", "creating the user etl: role verifier [redacted] exists", "letting etl read: denied"} {
+	for _, want := range []string{"updating the user etl: Error 1064: syntax error [the statement's text left out]", "creating the user etl: role verifier [redacted] exists", "letting etl read: denied", "letting etl write: password [redacted] refused"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("the refusal %q lacks %q", got, want)
 		}

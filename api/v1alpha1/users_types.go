@@ -22,7 +22,8 @@ const (
 
 // DatabaseUser is a user dbpilot keeps in the engine besides the
 // application user, with a password it generates into the Secret
-// <name>.user.<user> (keys username and password; the name's _ become -).
+// <name>.user.<user> (keys username and password; the name's _ become -)
+// or reads from a Secret of the owner's (passwordSecret).
 type DatabaseUser struct {
 	// name is the user's name in the engine: lowercase letters, digits
 	// and _, starting with a letter and ending with a letter or a digit
@@ -67,11 +68,13 @@ type DatabaseUser struct {
 // UserPasswordSecret names a Secret of the owner's holding a user's
 // password.
 type UserPasswordSecret struct {
-	// name is the Secret's name, in the Database's namespace. Its key
-	// password is the user's password; its key username, when there,
-	// must be the user's name.
+	// name is the Secret's name (a DNS subdomain), in the Database's
+	// namespace. Its key password is the user's password (UTF-8 text
+	// without NUL); its key username, when there, must be the user's
+	// name.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	Name string `json:"name"`
 }
 

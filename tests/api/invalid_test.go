@@ -100,6 +100,7 @@ func TestInvalidDatabasesAreRejected(t *testing.T) {
 		{name: "user listed twice", spec: validSpec + "  users: [{name: report}, {name: report, access: ReadWrite}]\n", wantField: "spec.users[1]", wantText: "Duplicate value"},
 		{name: "user of unknown access", spec: validSpec + "  users: [{name: report, access: Admin}]\n", wantField: "spec.users[0].access", wantText: "Unsupported value"},
 		{name: "user of no connection", spec: validSpec + "  users: [{name: report, connectionLimit: 0}]\n", wantField: "spec.users[0].connectionLimit", wantText: "should be greater than or equal to 1"},
+		{name: "user's password Secret not a name", spec: validSpec + "  users: [{name: report, passwordSecret: {name: other/secret}}]\n", wantField: "spec.users[0].passwordSecret.name", wantText: "should match"},
 		{name: "user of too many connections", spec: validSpec + "  users: [{name: report, connectionLimit: 10001}]\n", wantField: "spec.users[0].connectionLimit", wantText: "should be less than or equal to 10000"},
 		{name: "server alt name with an underscore", spec: validSpec + "  tls: {serverAltNames: [db_1.example.com]}\n", wantField: "spec.tls.serverAltNames", wantText: "each is a DNS name"},
 		{name: "server alt name a network", spec: validSpec + "  tls: {serverAltNames: [\"203.0.113.0/24\"]}\n", wantField: "spec.tls.serverAltNames", wantText: "or an IP address"},
