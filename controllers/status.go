@@ -66,10 +66,10 @@ func buildStatus(db *dbpilotv1alpha1.Database, obs observation, now metav1.Time)
 		status.CurrentPrimary = db.Status.CurrentPrimary
 	}
 	status.Users = db.Status.Users
-	if obs.usersObserved && obs.instances != nil {
-		status.Users = userStatuses(obs.users, obs.primary, usersReport(obs.primary, obs.instances), db.Status.Users)
-	}
 	if obs.usersObserved {
+		if obs.instances != nil {
+			status.Users = userStatuses(obs.users, obs.primary, usersReport(obs.primary, obs.instances), db.Status.Users)
+		}
 		obs.usersRefusal = usersRefusal(obs.users, status.Users)
 	}
 	status.Conditions = buildConditions(db, obs, db.Status.Conditions, now)

@@ -22,9 +22,9 @@ import (
 
 // reconcileUsers keeps the users of spec.users: a Secret of each one's
 // password (generated once, unless the user's passwordSecret names the
-// owner's), the users the pods keep in the engine in the
-// replication Secret (desired.ManagedUsers: the pods read it as a file,
-// so no pod restarts). The Secret of a user no longer listed, whom the
+// owner's), the users the pods keep in the engine in the replication
+// Secret (desired.ManagedUsers: the pods read it as a file, so no pod
+// restarts). The Secret of a user no longer listed, whom the
 // pods lock, is kept: it opens nothing while the user is locked, and lets
 // it back in once listed again. A Database that never listed a user is
 // not written to.

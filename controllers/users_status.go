@@ -127,7 +127,7 @@ const usersSettleWindow = 5 * time.Minute
 // and an instance program that reports no users (one older than the
 // operator) is not asked every few seconds for long.
 func usersPending(seen usersSeen, primary string, reports map[string]layout.InstanceStatus, now time.Time) bool {
-	if report, ok := reports[primary]; !ok || report.Role != layout.RolePrimary {
+	if currentPrimary(primary, reports) == "" {
 		return false
 	}
 	report := usersReport(primary, reports)
@@ -145,7 +145,7 @@ func usersPending(seen usersSeen, primary string, reports map[string]layout.Inst
 // usersReport is the report of the pod named primary when it reports
 // itself the primary and reports users, or nil.
 func usersReport(primary string, reports map[string]layout.InstanceStatus) *layout.InstanceStatus {
-	if report, ok := reports[primary]; ok && report.Role == layout.RolePrimary && len(report.Users) > 0 {
+	if report := reports[primary]; currentPrimary(primary, reports) != "" && len(report.Users) > 0 {
 		return &report
 	}
 	return nil

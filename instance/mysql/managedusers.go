@@ -99,10 +99,10 @@ func keepsManagedUser(flavor Flavor, application, name string) bool {
 // Each one that is not locked logs in from anywhere with its password
 // (MariaDB: sent as its hash), within its connection limit, and reads
 // the application database's tables (SELECT on it alone); ReadWrite also
-// inserts, updates and deletes their rows. Neither changes the schema. A locked user may no longer
-// log in; what it owns and its grants stay. A session keeps the database
-// privileges it had until it reconnects (the server's rule). The locks
-// come first (layout.LockedFirst).
+// inserts, updates and deletes their rows. Neither changes the schema. A
+// locked user may no longer log in; what it owns and its grants stay. A
+// session keeps the database privileges it had until it reconnects (the
+// server's rule). The locks come first (layout.LockedFirst).
 func ManagedUserStatements(flavor Flavor, application string, users []layout.ManagedUser) []UserStatement {
 	database := quoteIdentifier(application) + ".*"
 	var stmts []UserStatement

@@ -90,11 +90,10 @@ func keepsManagedUser(application, name string) bool {
 // ManagedUserStatements bring the users of spec.users to what users says,
 // given their SCRAM verifiers and the roles that exist. Each one that is
 // not locked logs in with its password, within its connection limit (-1
-// for none), with no attribute beyond, and
-// connects to the application database alone (the only one its owner
-// may create; PUBLIC may connect to none). ReadOnly: a member of
-// pg_read_all_data, its sessions read-only by default. ReadWrite: of
-// pg_write_all_data too. Neither may create anything in a schema it does
+// for none), with no attribute beyond, and connects to the application
+// database alone (the only one its owner may create; PUBLIC may connect
+// to none). ReadOnly: a member of pg_read_all_data, its sessions
+// read-only by default. ReadWrite: of pg_write_all_data too. Neither may create anything in a schema it does
 // not own (PostgreSQL 15 gives PUBLIC no CREATE on the public schema). A
 // locked user may no longer log in; what it owns and its grants stay.
 // The locks come first (layout.LockedFirst).
