@@ -6,6 +6,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -60,6 +62,14 @@ var (
 		Name: "dbpilot_database_hibernated",
 		Help: "1 while a Database hibernates (spec.hibernate: its pods stop on purpose, and no backup runs); absent otherwise.",
 	}, []string{"namespace", "database"})
+	databaseDegraded = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "dbpilot_database_degraded",
+		Help: "1 while a Database's Degraded condition is True, with the condition's reason (the first problem it names: UsersRefused, ParametersRefused, ReplicasNotReady, ...); absent otherwise.",
+	}, []string{"namespace", "database", "reason"})
+	databaseUsers = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+		Name: "dbpilot_database_users",
+		Help: "How many users of a Database's status.users (those of spec.users and those removed from it) are in each state: Pending, Ready, Failed or Locked; absent for a Database without users.",
+	}, []string{"namespace", "database", "state"})
 	primaryDrainWaiting = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "dbpilot_primary_drain_waiting",
 		Help: "1 while a Database's primary runs on a node being drained and no replica on another node can take over yet, so its budget holds the drain back; absent otherwise.",
@@ -79,7 +89,7 @@ var registerOnce sync.Once
 // which the manager serves; once per process, however many managers it runs.
 func RegisterMetrics() (err error) {
 	registerOnce.Do(func() {
-		for _, c := range []prometheus.Collector{reconcileDuration, reconcileErrors, failovers, autopilotDecisions, autopilotHolding, databaseHibernated, primaryDrainWaiting, backupLastSuccess, backupLastFailure, serverCertificateExpiry, clientCertificateExpiry, databasePhases} {
+		for _, c := range []prometheus.Collector{reconcileDuration, reconcileErrors, failovers, autopilotDecisions, autopilotHolding, databaseHibernated, databaseDegraded, databaseUsers, primaryDrainWaiting, backupLastSuccess, backupLastFailure, serverCertificateExpiry, clientCertificateExpiry, databasePhases} {
 			if err = metrics.Registry.Register(c); err != nil {
 				return
 			}
@@ -110,6 +120,8 @@ func forgetDatabaseMetrics(key types.NamespacedName) {
 	databasePhases.forget(key)
 	setAutopilotHolding(key, "")
 	setHibernated(key, false)
+	setDegraded(key, nil)
+	setUserStates(key, nil)
 	setDrainWaiting(key, "")
 	setBackupTimes(key, "", nil, nil)
 	setServerCertificateExpiry(key, &corev1.Secret{})
@@ -134,6 +146,36 @@ func setHibernated(key types.NamespacedName, hibernates bool) {
 		return
 	}
 	databaseHibernated.DeleteLabelValues(key.Namespace, key.Name)
+}
+
+// setDegraded keeps dbpilot_database_degraded to the reason of the
+// Database's Degraded condition while it is True, or none.
+func setDegraded(key types.NamespacedName, conditions []metav1.Condition) {
+	databaseDegraded.DeletePartialMatch(prometheus.Labels{"namespace": key.Namespace, "database": key.Name})
+	if degraded := meta.FindStatusCondition(conditions, dbpilotv1alpha1.ConditionDegraded); degraded != nil && degraded.Status == metav1.ConditionTrue {
+		databaseDegraded.WithLabelValues(key.Namespace, key.Name, degraded.Reason).Set(1)
+	}
+}
+
+// userStates are the states dbpilot_database_users counts, every one
+// present (0 included) while the Database has users, so that a dashboard
+// or an alert reads a state that none is in as 0, not as nothing.
+var userStates = []dbpilotv1alpha1.UserState{dbpilotv1alpha1.UserPending, dbpilotv1alpha1.UserReady, dbpilotv1alpha1.UserFailed, dbpilotv1alpha1.UserLocked}
+
+// setUserStates keeps dbpilot_database_users to how many of the Database's
+// users are in each state; without users the series go.
+func setUserStates(key types.NamespacedName, users []dbpilotv1alpha1.UserStatus) {
+	databaseUsers.DeletePartialMatch(prometheus.Labels{"namespace": key.Namespace, "database": key.Name})
+	if len(users) == 0 {
+		return
+	}
+	counts := map[dbpilotv1alpha1.UserState]float64{}
+	for _, user := range users {
+		counts[user.State]++
+	}
+	for _, state := range userStates {
+		databaseUsers.WithLabelValues(key.Namespace, key.Name, string(state)).Set(counts[state])
+	}
 }
 
 // setDrainWaiting keeps dbpilot_primary_drain_waiting to the node whose

@@ -121,6 +121,8 @@ func (r *DatabaseReconciler) writeStatus(ctx context.Context, s *scope, reconcil
 	r.recordDegraded(s.db, status.Conditions)
 	databasePhases.record(client.ObjectKeyFromObject(s.db), s.db.Spec.Engine, status.Phase)
 	setHibernated(client.ObjectKeyFromObject(s.db), s.db.Spec.Hibernate)
+	setDegraded(client.ObjectKeyFromObject(s.db), status.Conditions)
+	setUserStates(client.ObjectKeyFromObject(s.db), status.Users)
 	setDrainWaiting(client.ObjectKeyFromObject(s.db), s.drainWaitNode)
 	var lastSuccess, lastFailure *time.Time
 	if b := status.Backup; b != nil {

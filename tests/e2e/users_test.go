@@ -43,6 +43,8 @@ func TestUsersReachThePodsWithoutARestart(t *testing.T) {
 	g.Expect(replication.Data).NotTo(HaveKey(layout.KeyUsers), "a Database without users")
 	before := podUIDs(g, db)
 	hash := statefulSetOf(g, db).Annotations[desired.AnnotationTemplateHash]
+	series := map[string]string{"namespace": ns, "database": db.Name}
+	g.Expect(gatheredSeries(g, "dbpilot_database_users", series)).To(BeEmpty(), "a Database without users has no user series")
 
 	update(g, db, func(db *dbpilotv1alpha1.Database) {
 		db.Spec.Users = []dbpilotv1alpha1.DatabaseUser{{Name: "report"}, {Name: "etl_loader", Access: dbpilotv1alpha1.UserAccessReadWrite}}
@@ -106,6 +108,12 @@ func TestUsersReachThePodsWithoutARestart(t *testing.T) {
 				g.Expect(u.State).To(Equal(dbpilotv1alpha1.UserPending), u.Name)
 			}
 		}
+		// The series the DatabaseDegraded and DatabaseUsersPending alerts read.
+		g.Expect(gathered(g, "dbpilot_database_degraded", withLabels(series, "reason", dbpilotv1alpha1.ReasonUsersInvalid))).To(Equal(1.0))
+		for state, count := range map[dbpilotv1alpha1.UserState]float64{dbpilotv1alpha1.UserFailed: 1, dbpilotv1alpha1.UserPending: 2, dbpilotv1alpha1.UserReady: 0, dbpilotv1alpha1.UserLocked: 0} {
+			g.Expect(gatheredSeries(g, "dbpilot_database_users", withLabels(series, "state", string(state)))).To(HaveLen(1), "state %s", state)
+			g.Expect(gathered(g, "dbpilot_database_users", withLabels(series, "state", string(state)))).To(Equal(count), "state %s", state)
+		}
 	}, convergeTimeout, pollInterval).Should(Succeed())
 	g.Expect(userSecret(g, "etl_loader").Data[desired.SecretKeyPassword]).To(Equal([]byte("rotated-by-the-owner")), "the removed user's Secret is kept")
 	g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: db.UserSecretName(desired.AppUsername)}, &corev1.Secret{})).
@@ -140,6 +148,7 @@ func TestUsersReachThePodsWithoutARestart(t *testing.T) {
 		g.Expect(degraded).NotTo(BeNil())
 		g.Expect(degraded.Status).To(BeEquivalentTo("False"))
 	}, convergeTimeout, pollInterval).Should(Succeed())
+	g.Expect(gatheredSeries(g, "dbpilot_database_degraded", series)).To(BeEmpty(), "no Degraded series once it clears")
 	g.Expect(managed(g)["etl_loader"].Locked).To(BeTrue())
 	g.Expect(podUIDs(g, db)).To(Equal(before), "no pod restarted")
 
@@ -149,6 +158,9 @@ func TestUsersReachThePodsWithoutARestart(t *testing.T) {
 	g.Eventually(func() bool {
 		return isNotFound(k8sClient.Get(ctx, client.ObjectKeyFromObject(db), &dbpilotv1alpha1.Database{}))
 	}, convergeTimeout, pollInterval).Should(BeTrue(), "the Database is gone")
+	g.Eventually(func(g Gomega) {
+		g.Expect(gatheredSeries(g, "dbpilot_database_users", series)).To(BeEmpty(), "a deleted Database's user series")
+	}, convergeTimeout, pollInterval).Should(Succeed())
 	for _, user := range []string{"report", "etl_loader"} {
 		secret := userSecret(g, user)
 		g.Expect(secret.Labels).To(HaveKeyWithValue(dbpilotv1alpha1.LabelRetainedFrom, db.Name), "Secret %s", secret.Name)
@@ -235,4 +247,13 @@ func managedUsersOf(g Gomega, db *dbpilotv1alpha1.Database) map[string]layout.Ma
 		byName[u.Name] = u
 	}
 	return byName
+}
+
+// withLabels is a copy of labels with one more.
+func withLabels(labels map[string]string, name, value string) map[string]string {
+	with := map[string]string{name: value}
+	for k, v := range labels {
+		with[k] = v
+	}
+	return with
 }

@@ -93,7 +93,7 @@ func TestAlertRules(t *testing.T) {
 		}
 	}
 	for _, want := range []string{"DatabaseDown", "NoPrimary", "ReplicaNotStreaming", "ReplicationLagHigh", "BackupFailed", "BackupTooOld",
-		"WALArchivingFailing", "StorageAlmostFull", "StoragePredictedFull", "ConnectionsNearLimit", "OperatorReconcileErrors", "AutopilotHolding", "ServerCertificateExpiring", "ClientCertificateExpiring", "PrimaryDrainBlocked"} {
+		"WALArchivingFailing", "StorageAlmostFull", "StoragePredictedFull", "ConnectionsNearLimit", "OperatorReconcileErrors", "AutopilotHolding", "ServerCertificateExpiring", "ClientCertificateExpiring", "PrimaryDrainBlocked", "DatabaseDegraded", "DatabaseUsersPending"} {
 		if _, ok := alerts[want]; !ok {
 			t.Errorf("there is no alert %s", want)
 		}
