@@ -68,7 +68,7 @@ var (
 	}, []string{"namespace", "database", "reason"})
 	databaseUsers = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "dbpilot_database_users",
-		Help: "How many users of a Database's status.users (those of spec.users and those removed from it) are in each state: Pending, Ready, Failed or Locked; absent for a Database without users.",
+		Help: "How many users of a Database's status.users (those of spec.users and those removed from it) are in each state: Pending, Ready, Failed, Locked or Expired; absent for a Database without users.",
 	}, []string{"namespace", "database", "state"})
 	primaryDrainWaiting = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "dbpilot_primary_drain_waiting",
@@ -160,7 +160,7 @@ func setDegraded(key types.NamespacedName, conditions []metav1.Condition) {
 // userStates are the states dbpilot_database_users counts, every one
 // present (0 included) while the Database has users, so that a dashboard
 // or an alert reads a state that none is in as 0, not as nothing.
-var userStates = []dbpilotv1alpha1.UserState{dbpilotv1alpha1.UserPending, dbpilotv1alpha1.UserReady, dbpilotv1alpha1.UserFailed, dbpilotv1alpha1.UserLocked}
+var userStates = []dbpilotv1alpha1.UserState{dbpilotv1alpha1.UserPending, dbpilotv1alpha1.UserReady, dbpilotv1alpha1.UserFailed, dbpilotv1alpha1.UserLocked, dbpilotv1alpha1.UserExpired}
 
 // setUserStates keeps dbpilot_database_users to how many of the Database's
 // users are in each state; without users the series go.

@@ -57,8 +57,10 @@ func TestUserSeriesCountsEachState(t *testing.T) {
 		{Name: "reports", State: dbpilotv1alpha1.UserFailed, Message: "refused"},
 		{Name: "audit", State: dbpilotv1alpha1.UserReady},
 		{Name: "legacy", State: dbpilotv1alpha1.UserLocked},
+		{Name: "auditor", State: dbpilotv1alpha1.UserExpired},
 	})
 	expectUserSeries(t, `
+dbpilot_database_users{database="orders",namespace="shop",state="Expired"} 1
 dbpilot_database_users{database="orders",namespace="shop",state="Failed"} 1
 dbpilot_database_users{database="orders",namespace="shop",state="Locked"} 1
 dbpilot_database_users{database="orders",namespace="shop",state="Pending"} 0
@@ -66,6 +68,7 @@ dbpilot_database_users{database="orders",namespace="shop",state="Ready"} 2
 `)
 	setUserStates(orders, []dbpilotv1alpha1.UserStatus{{Name: "etl", State: dbpilotv1alpha1.UserPending}})
 	expectUserSeries(t, `
+dbpilot_database_users{database="orders",namespace="shop",state="Expired"} 0
 dbpilot_database_users{database="orders",namespace="shop",state="Failed"} 0
 dbpilot_database_users{database="orders",namespace="shop",state="Locked"} 0
 dbpilot_database_users{database="orders",namespace="shop",state="Pending"} 1

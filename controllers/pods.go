@@ -68,6 +68,10 @@ func (r *DatabaseReconciler) reconcilePodRoles(ctx context.Context, s *scope) (c
 	if s.usersObserved && usersPending(s.users, designated, s.instances, r.clock().Now()) {
 		result = soonest(result, ctrl.Result{RequeueAfter: instanceSettlingPoll})
 	}
+	if s.usersObserved {
+		// status.users turns Expired once the primary locked the user.
+		result = soonest(result, ctrl.Result{RequeueAfter: untilNextExpiry(s.users, r.clock().Now())})
+	}
 	return result, nil
 }
 

@@ -68,7 +68,7 @@ func buildStatus(db *dbpilotv1alpha1.Database, obs observation, now metav1.Time)
 	status.Users = db.Status.Users
 	if obs.usersObserved {
 		if obs.instances != nil {
-			status.Users = userStatuses(obs.users, obs.primary, usersReport(obs.primary, obs.instances), db.Status.Users)
+			status.Users = userStatuses(obs.users, obs.primary, usersReport(obs.primary, obs.instances), db.Status.Users, now.Time)
 		}
 		obs.usersRefusal = usersRefusal(obs.users, status.Users)
 	}

@@ -27,16 +27,17 @@ type usersSeen struct {
 	written time.Time
 }
 
-// userStatuses are the users in status.users, by name: each one listed
-// for the pods and each one with a problem, as the primary's report (nil
-// while it reports no users: it does not answer, has not looked yet
-// since it started or was promoted, or predates reports) tells. A
-// problem makes a user Failed. A user the report names by its listed
-// entry is Failed with the engine's refusal, or else Ready (Locked once
-// removed); any other is Pending. Without a report, a user keeps its
-// stored state unless the pass changed its entry, and a new one is
-// Pending.
-func userStatuses(seen usersSeen, primary string, report *layout.InstanceStatus, stored []dbpilotv1alpha1.UserStatus) []dbpilotv1alpha1.UserStatus {
+// userStatuses are the users in status.users at now, by name: each one
+// listed for the pods and each one with a problem, as the primary's
+// report (nil while it reports no users: it does not answer, has not
+// looked yet since it started or was promoted, or predates reports)
+// tells. A problem makes a user Failed. A user the report names by its
+// listed entry as in force at now (layout.ManagedUser.InForce) is Failed
+// with the engine's refusal, or else Ready (Locked once removed, Expired
+// once its validUntil came); any other is Pending. Without a report, a
+// user keeps its stored state unless the pass changed its entry or its
+// validUntil came since, and a new one is Pending.
+func userStatuses(seen usersSeen, primary string, report *layout.InstanceStatus, stored []dbpilotv1alpha1.UserStatus, now time.Time) []dbpilotv1alpha1.UserStatus {
 	reported := map[string]layout.ManagedUserReport{}
 	if report != nil {
 		for _, r := range report.Users {
@@ -58,25 +59,32 @@ func userStatuses(seen usersSeen, primary string, report *layout.InstanceStatus,
 	for _, name := range names {
 		status := dbpilotv1alpha1.UserStatus{Name: name, State: dbpilotv1alpha1.UserPending}
 		entry := listed[name]
+		inForce := entry.InForce(now)
+		expired := inForce.Locked && !entry.Locked
 		r, named := reported[name]
-		named = named && r.Entry == layout.ManagedUserDigest(seen.key, entry)
+		named = named && r.Entry == layout.ManagedUserDigest(seen.key, inForce)
 		switch {
 		case seen.problems[name] != "":
 			status.State, status.Message = dbpilotv1alpha1.UserFailed, seen.problems[name]
 		case report == nil:
 			status.Message = "no primary reports how it keeps the users yet"
 			// What a primary told; a problem of the operator's, gone, is
-			// not.
+			// not, nor a state from before the user's validUntil came.
 			if i := slices.IndexFunc(stored, func(s dbpilotv1alpha1.UserStatus) bool { return s.Name == name }); i >= 0 && !seen.changed[name] &&
-				(stored[i].State != dbpilotv1alpha1.UserFailed || refusedByPrimary(stored[i])) {
+				(stored[i].State != dbpilotv1alpha1.UserFailed || refusedByPrimary(stored[i])) &&
+				(!expired || stored[i].State == dbpilotv1alpha1.UserExpired) {
 				status = stored[i]
 			}
 		case named && r.Refused != "":
 			status.State, status.Message = dbpilotv1alpha1.UserFailed, fmt.Sprintf("%s%s refuses it: %s", refusalPrefix, primary, r.Refused)
+		case named && expired:
+			status.State, status.Message = dbpilotv1alpha1.UserExpired, fmt.Sprintf("its validUntil, %s, has come", entry.ValidUntil)
 		case named && entry.Locked:
 			status.State = dbpilotv1alpha1.UserLocked
 		case named:
 			status.State = dbpilotv1alpha1.UserReady
+		case expired:
+			status.Message = fmt.Sprintf("its validUntil, %s, has come: waiting for the primary %s to lock it", entry.ValidUntil, primary)
 		case entry.Locked:
 			status.Message = fmt.Sprintf("removed from spec.users: waiting for the primary %s to lock it", primary)
 		default:
@@ -134,7 +142,7 @@ func usersPending(seen usersSeen, primary string, reports map[string]layout.Inst
 	if report == nil && now.Sub(seen.written) >= usersSettleWindow {
 		return false
 	}
-	for _, status := range userStatuses(seen, primary, report, nil) {
+	for _, status := range userStatuses(seen, primary, report, nil, now) {
 		if status.State == dbpilotv1alpha1.UserPending {
 			return true
 		}
@@ -149,4 +157,26 @@ func usersReport(primary string, reports map[string]layout.InstanceStatus) *layo
 		return &report
 	}
 	return nil
+}
+
+// expiryReportDelay is how long after a user's validUntil the operator
+// looks: the primary locks the user at its next poll, every 2 s, and
+// reports it then.
+const expiryReportDelay = 3 * time.Second
+
+// untilNextExpiry is how long until the next validUntil among the users
+// listed for the pods, expiryReportDelay after it; 0 when none is to
+// come.
+func untilNextExpiry(seen usersSeen, now time.Time) time.Duration {
+	var next time.Duration
+	for _, u := range seen.listed {
+		until, err := time.Parse(time.RFC3339, u.ValidUntil)
+		if u.Locked || err != nil || !now.Before(until) {
+			continue
+		}
+		if wait := until.Sub(now) + expiryReportDelay; next == 0 || wait < next {
+			next = wait
+		}
+	}
+	return next
 }

@@ -24,6 +24,10 @@ func TestUserStatuses(t *testing.T) {
 	primary := func(users ...layout.ManagedUserReport) *layout.InstanceStatus {
 		return &layout.InstanceStatus{Role: layout.RolePrimary, Users: users}
 	}
+	past, future := testNow.Add(-time.Minute).UTC().Format(time.RFC3339), testNow.Add(time.Hour).UTC().Format(time.RFC3339)
+	expiring := layout.ManagedUser{Name: "etl", Access: layout.AccessReadWrite, Password: "e", ValidUntil: future}
+	expired := layout.ManagedUser{Name: "report", Access: layout.AccessReadOnly, Password: "r", ValidUntil: past}
+	lapsed := layout.ManagedUser{Name: "temp", Access: layout.AccessReadOnly, Password: "t", ValidUntil: past}
 	ready := func(name string) dbpilotv1alpha1.UserStatus {
 		return dbpilotv1alpha1.UserStatus{Name: name, State: dbpilotv1alpha1.UserReady}
 	}
@@ -75,10 +79,23 @@ func TestUserStatuses(t *testing.T) {
 		stored:  []dbpilotv1alpha1.UserStatus{{Name: "report", State: dbpilotv1alpha1.UserFailed, Message: "spec.users[0].passwordSecret.name: Secret x does not exist"}},
 		want:    map[string]dbpilotv1alpha1.UserState{"report": dbpilotv1alpha1.UserPending},
 		message: map[string]string{"report": "no primary reports"},
+	}, {
+		name:    "a validUntil come: Expired once the primary reports the user locked, Pending until then; one to come is Ready",
+		seen:    usersSeen{listed: []layout.ManagedUser{expiring, expired, lapsed}, key: "k"},
+		report:  primary(layout.ManagedUserReport{Name: "etl", Entry: entry(expiring)}, layout.ManagedUserReport{Name: "report", Entry: entry(layout.ManagedUser{Name: "report", Locked: true})}, layout.ManagedUserReport{Name: "temp", Entry: entry(lapsed)}),
+		want:    map[string]dbpilotv1alpha1.UserState{"etl": dbpilotv1alpha1.UserReady, "report": dbpilotv1alpha1.UserExpired, "temp": dbpilotv1alpha1.UserPending},
+		message: map[string]string{"report": "its validUntil, " + past + ", has come", "temp": "has come: waiting for the primary db-0 to lock it"},
+		pending: true,
+	}, {
+		name:    "without a report, a state from before the validUntil came is not kept, an Expired one is",
+		seen:    usersSeen{listed: []layout.ManagedUser{expired, lapsed}, key: "k"},
+		stored:  []dbpilotv1alpha1.UserStatus{{Name: "report", State: dbpilotv1alpha1.UserExpired}, ready("temp")},
+		want:    map[string]dbpilotv1alpha1.UserState{"report": dbpilotv1alpha1.UserExpired, "temp": dbpilotv1alpha1.UserPending},
+		message: map[string]string{"temp": "no primary reports"},
 	}}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			statuses := userStatuses(c.seen, "db-0", c.report, c.stored)
+			statuses := userStatuses(c.seen, "db-0", c.report, c.stored, testNow.Time)
 			got := map[string]dbpilotv1alpha1.UserStatus{}
 			var names []string
 			for _, s := range statuses {
@@ -208,5 +225,23 @@ func TestPasswordProblemTellsNoPassword(t *testing.T) {
 		if got != want || (password != "" && strings.Contains(got, "s3cret")) {
 			t.Errorf("passwordProblem(%q) = %q, want %q", password, got, want)
 		}
+	}
+}
+
+func TestUntilNextExpiry(t *testing.T) {
+	at := func(d time.Duration) string { return testNow.Add(d).UTC().Format(time.RFC3339) }
+	seen := usersSeen{listed: []layout.ManagedUser{
+		{Name: "a", Access: layout.AccessReadOnly, Password: "p", ValidUntil: at(time.Hour)},
+		{Name: "b", Access: layout.AccessReadOnly, Password: "p", ValidUntil: at(10 * time.Minute)},
+		{Name: "c", Access: layout.AccessReadOnly, Password: "p", ValidUntil: at(-time.Minute)},
+		{Name: "d", Locked: true, ValidUntil: at(time.Minute)},
+		{Name: "e", Access: layout.AccessReadOnly, Password: "p"},
+	}}
+	if got := untilNextExpiry(seen, testNow.Time); got != 10*time.Minute+expiryReportDelay {
+		t.Errorf("next expiry in %s, want b's, %s after", got, expiryReportDelay)
+	}
+	seen.listed = seen.listed[2:]
+	if got := untilNextExpiry(seen, testNow.Time); got != 0 {
+		t.Errorf("next expiry in %s with none to come, want 0", got)
 	}
 }

@@ -65,7 +65,8 @@ func ReadManagedUsers(path string) ([]layout.ManagedUser, error) {
 }
 
 // managedUsers follows the managed users' file: what it lists is applied
-// once on a primary, and again when it changes. A failure never makes
+// once on a primary, and again when it changes, a user's validUntil
+// coming included (layout.ManagedUser.InForce). A failure never makes
 // the instance unready (the application user's login does not depend on
 // it) and is retried after a backoff that doubles up to
 // maxUsersRetryInterval. A replica, which only ends the sessions of the
@@ -111,6 +112,9 @@ func (m *managedUsers) follow(ctx context.Context, engine Engine, application st
 		log.Error("reading spec.users; retrying", "error", err.Error())
 		return
 	}
+	// A user whose validUntil came is locked from this poll on, on a
+	// replica too (its sessions end there).
+	users = layout.UsersInForce(users, now)
 	if len(users) == 0 {
 		m.publish(nil)
 		return

@@ -25,11 +25,12 @@ type keeperEngine struct {
 	err     error
 	refused map[string]error
 	asked   string
+	users   []layout.ManagedUser
 }
 
-func (e *keeperEngine) EnsureManagedUsers(_ context.Context, application string, _ []layout.ManagedUser) (bool, map[string]error, error) {
+func (e *keeperEngine) EnsureManagedUsers(_ context.Context, application string, users []layout.ManagedUser) (bool, map[string]error, error) {
 	e.calls++
-	e.asked = application
+	e.asked, e.users = application, users
 	return e.primary, e.refused, e.err
 }
 
@@ -69,6 +70,32 @@ func TestManagedUsersFollow(t *testing.T) {
 		m.follow(ctx, e, "app", at(62), log)
 		if e.calls != 2 {
 			t.Errorf("%d calls after a change, want 2", e.calls)
+		}
+	})
+	t.Run("a user is locked at its validUntil, and reported so", func(t *testing.T) {
+		e := &keeperEngine{primary: true}
+		var published atomic.Pointer[keptUsers]
+		m := &managedUsers{file: filepath.Join(t.TempDir(), "users"), published: &published}
+		write(t, m.file, `[{"name":"report","access":"ReadOnly","password":"p","validUntil":"`+at(10).Format(time.RFC3339)+`"}]`)
+		for s := 0; s < 10; s += 2 {
+			m.follow(ctx, e, "app", at(s), log)
+		}
+		if e.calls != 1 || e.users[0].Locked || e.users[0].Password != "p" {
+			t.Errorf("before validUntil: %d calls, last with %+v; want 1, the user as written", e.calls, e.users)
+		}
+		m.follow(ctx, e, "app", at(10), log)
+		locked := layout.ManagedUser{Name: "report", Locked: true}
+		if e.calls != 2 || e.users[0] != locked {
+			t.Errorf("at validUntil: %d calls, last with %+v; want 2, the user locked", e.calls, e.users)
+		}
+		if report := published.Load().report("k"); len(report) != 1 || report[0].Entry != layout.ManagedUserDigest("k", locked) {
+			t.Errorf("the report names %+v, not the locked entry", report)
+		}
+		for s := 12; s < 60; s += 2 {
+			m.follow(ctx, e, "app", at(s), log)
+		}
+		if e.calls != 2 {
+			t.Errorf("%d calls after validUntil, want no more than 2", e.calls)
 		}
 	})
 	t.Run("a failure is retried with a backoff", func(t *testing.T) {

@@ -1,6 +1,10 @@
 package v1alpha1
 
-import "strings"
+import (
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
 
 // UserAccess is what a user of spec.users may do in the application
 // database.
@@ -63,6 +67,17 @@ type DatabaseUser struct {
 	// password into <name>.user.<user>.
 	// +optional
 	PasswordSecret *UserPasswordSecret `json:"passwordSecret,omitempty"`
+
+	// validUntil is when the user's access ends (RFC 3339, such as
+	// 2027-01-31T18:00:00Z): from then on it may no longer log in and its
+	// open sessions end, on the primary and every replica, as for a user
+	// removed from the list (its Secret and what it owns are kept), and
+	// status.users tells it Expired. PostgreSQL refuses its password from
+	// that instant (VALID UNTIL); the instance programs lock it and end
+	// its sessions within 2 seconds. A later instant, or none, lets it log
+	// in again.
+	// +optional
+	ValidUntil *metav1.Time `json:"validUntil,omitempty"`
 }
 
 // UserPasswordSecret names a Secret of the owner's holding a user's
@@ -97,7 +112,7 @@ func (u DatabaseUser) UserAccessOrDefault() UserAccess {
 
 // UserState is how far a user of spec.users, or one removed from it, is
 // kept as declared.
-// +kubebuilder:validation:Enum=Pending;Ready;Failed;Locked
+// +kubebuilder:validation:Enum=Pending;Ready;Failed;Locked;Expired
 type UserState string
 
 // The states of a user in status.users.
@@ -116,6 +131,9 @@ const (
 	// UserLocked: removed from spec.users, the user may no longer log in
 	// on the primary.
 	UserLocked UserState = "Locked"
+	// UserExpired: its validUntil came, and the user may no longer log in
+	// on the primary.
+	UserExpired UserState = "Expired"
 )
 
 // UserStatus is a user of spec.users, or one removed from it, as the
@@ -125,7 +143,7 @@ type UserStatus struct {
 	// +required
 	Name string `json:"name"`
 
-	// state is Pending, Ready, Failed or Locked.
+	// state is Pending, Ready, Failed, Locked or Expired.
 	// +required
 	State UserState `json:"state"`
 

@@ -2,6 +2,7 @@ package desired
 
 import (
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
@@ -29,7 +30,7 @@ func UserSecret(db *dbpilotv1alpha1.Database, user, password string) *corev1.Sec
 
 // ManagedUsers are the users the pods keep in the engine, the replication
 // Secret's layout.KeyUsers: each user of spec.users whose password is in
-// passwords, with its access and connection limit; each user of previous
+// passwords, with its access, connection limit and validUntil; each user of previous
 // that spec.users no longer lists, locked (so it may no longer log in,
 // and stays locked until it is listed again). A user listed without a password (its
 // Secret lost the key) stays as previous has it.
@@ -45,7 +46,11 @@ func ManagedUsers(users []dbpilotv1alpha1.DatabaseUser, passwords map[string]str
 			}
 			continue
 		}
-		managed = append(managed, layout.ManagedUser{Name: u.Name, Access: string(u.UserAccessOrDefault()), Password: password, ConnectionLimit: ptr.Deref(u.ConnectionLimit, 0)})
+		entry := layout.ManagedUser{Name: u.Name, Access: string(u.UserAccessOrDefault()), Password: password, ConnectionLimit: ptr.Deref(u.ConnectionLimit, 0)}
+		if u.ValidUntil != nil {
+			entry.ValidUntil = u.ValidUntil.UTC().Format(time.RFC3339)
+		}
+		managed = append(managed, entry)
 	}
 	for _, p := range previous {
 		if !listed[p.Name] {

@@ -3,7 +3,9 @@ package desired
 import (
 	"reflect"
 	"testing"
+	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	dbpilotv1alpha1 "github.com/dbpilot/dbpilot/api/v1alpha1"
@@ -28,6 +30,13 @@ func TestManagedUsers(t *testing.T) {
 				{Name: "report", Access: "ReadOnly", Password: "p1"},
 				{Name: "etl", Access: "ReadWrite", Password: "p2", ConnectionLimit: 4},
 			},
+		},
+		{
+			name: "validUntil in UTC, to the second",
+			users: []dbpilotv1alpha1.DatabaseUser{{Name: "etl", ValidUntil: &metav1.Time{
+				Time: time.Date(2027, 1, 31, 19, 0, 0, 0, time.FixedZone("CET", 3600))}}},
+			passwords: map[string]string{"etl": "p2"},
+			want:      []layout.ManagedUser{{Name: "etl", Access: "ReadOnly", Password: "p2", ValidUntil: "2027-01-31T18:00:00Z"}},
 		},
 		{
 			name:      "a removed user is locked, and stays locked",

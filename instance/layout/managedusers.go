@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 )
 
 // KeyUsers, in the replication Secret, holds the users of spec.users as
@@ -39,6 +40,31 @@ type ManagedUser struct {
 	// Locked: the user was removed from spec.users. It may no longer log
 	// in and its sessions end; what it owns is kept.
 	Locked bool `json:"locked,omitempty"`
+	// ValidUntil, when set, is the instant (RFC 3339) from which the user
+	// is kept as if Locked (InForce).
+	ValidUntil string `json:"validUntil,omitempty"`
+}
+
+// InForce is how the user is kept at now: locked, without a password,
+// once its ValidUntil has come (or cannot be read), as the entry says
+// otherwise.
+func (u ManagedUser) InForce(now time.Time) ManagedUser {
+	if u.ValidUntil == "" || u.Locked {
+		return u
+	}
+	if until, err := time.Parse(time.RFC3339, u.ValidUntil); err == nil && now.Before(until) {
+		return u
+	}
+	return ManagedUser{Name: u.Name, Locked: true}
+}
+
+// UsersInForce is each of users as InForce keeps it at now.
+func UsersInForce(users []ManagedUser, now time.Time) []ManagedUser {
+	var inForce []ManagedUser
+	for _, u := range users {
+		inForce = append(inForce, u.InForce(now))
+	}
+	return inForce
 }
 
 // FormatManagedUsers is the KeyUsers value of users: JSON, sorted by name,
@@ -73,10 +99,17 @@ func ParseManagedUsers(data []byte) ([]ManagedUser, error) {
 			return nil, fmt.Errorf("managed user %q has no password", u.Name)
 		case u.ConnectionLimit < 0:
 			return nil, fmt.Errorf("managed user %q has a negative connection limit %d", u.Name, u.ConnectionLimit)
+		case u.ValidUntil != "" && !isInstant(u.ValidUntil):
+			return nil, fmt.Errorf("managed user %q has a validUntil that is no RFC 3339 instant: %q", u.Name, u.ValidUntil)
 		}
 		seen[u.Name] = true
 	}
 	return users, nil
+}
+
+func isInstant(text string) bool {
+	_, err := time.Parse(time.RFC3339, text)
+	return err == nil
 }
 
 // LockedFirst is users with the locked ones first, each part in its

@@ -3,6 +3,7 @@ package layout
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestManagedUsersRoundTrip(t *testing.T) {
@@ -32,6 +33,7 @@ func TestParseManagedUsersRefusesWithoutTellingAPassword(t *testing.T) {
 		`[{"name":"a","access":"Admin","password":"secret-1"}]`:                               `access "Admin"`,
 		`[{"name":"a","access":"ReadWrite"}]`:                                                 "no password",
 		`[{"name":"a","access":"ReadWrite","password":"secret-1","connectionLimit":-2}]`:      "negative connection limit -2",
+		`[{"name":"a","access":"ReadWrite","password":"secret-1","validUntil":"tomorrow"}]`:   `validUntil that is no RFC 3339 instant: "tomorrow"`,
 	} {
 		_, err := ParseManagedUsers([]byte(data))
 		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "secret-1") {
@@ -67,5 +69,35 @@ func TestManagedUserDigestIsKeyed(t *testing.T) {
 		if digest == d {
 			t.Errorf("%s gives the same digest", what)
 		}
+	}
+}
+
+// TestInForceLocksFromValidUntil: an entry is kept as written before its
+// validUntil and locked, without its password, from that instant on (one
+// that cannot be read locks it too); without validUntil, or locked
+// already, it is as written.
+func TestInForceLocksFromValidUntil(t *testing.T) {
+	until := time.Date(2027, 1, 31, 18, 0, 0, 0, time.UTC)
+	u := ManagedUser{Name: "etl", Access: AccessReadWrite, Password: "p", ConnectionLimit: 3, ValidUntil: until.Format(time.RFC3339)}
+	locked := ManagedUser{Name: "etl", Locked: true}
+	for _, c := range []struct {
+		what string
+		user ManagedUser
+		at   time.Time
+		want ManagedUser
+	}{
+		{"a second before", u, until.Add(-time.Second), u},
+		{"at the instant", u, until, locked},
+		{"after", u, until.Add(time.Hour), locked},
+		{"without validUntil", ManagedUser{Name: "etl", Access: AccessReadOnly, Password: "p"}, until, ManagedUser{Name: "etl", Access: AccessReadOnly, Password: "p"}},
+		{"locked already", ManagedUser{Name: "etl", Locked: true, ValidUntil: "2020-01-01T00:00:00Z"}, until, ManagedUser{Name: "etl", Locked: true, ValidUntil: "2020-01-01T00:00:00Z"}},
+		{"unreadable", ManagedUser{Name: "etl", Access: AccessReadOnly, Password: "p", ValidUntil: "soon"}, until.Add(-time.Hour), locked},
+	} {
+		if got := c.user.InForce(c.at); got != c.want {
+			t.Errorf("%s: InForce = %+v, want %+v", c.what, got, c.want)
+		}
+	}
+	if got := UsersInForce([]ManagedUser{u, {Name: "report", Access: AccessReadOnly, Password: "q"}}, until); len(got) != 2 || got[0] != locked || got[1].Password != "q" {
+		t.Errorf("UsersInForce = %+v", got)
 	}
 }

@@ -90,7 +90,9 @@ func keepsManagedUser(application, name string) bool {
 // ManagedUserStatements bring the users of spec.users to what users says,
 // given their SCRAM verifiers and the roles that exist. Each one that is
 // not locked logs in with its password, within its connection limit (-1
-// for none), with no attribute beyond, and connects to the application
+// for none), until its validUntil (PostgreSQL's VALID UNTIL: the server
+// refuses the password from then on; infinity without), with no attribute
+// beyond, and connects to the application
 // database alone (the only one its owner may create; PUBLIC may connect
 // to none). ReadOnly: a member of pg_read_all_data, its sessions
 // read-only by default. ReadWrite: of pg_write_all_data too. Neither may create anything in a schema it does
@@ -120,7 +122,14 @@ func ManagedUserStatements(application string, users []layout.ManagedUser, verif
 		if u.ConnectionLimit > 0 {
 			limit = u.ConnectionLimit
 		}
-		attributes := fmt.Sprintf("LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS CONNECTION LIMIT %d PASSWORD %s", limit, literal(verifiers[u.Name]))
+		// The server itself refuses the password from validUntil on,
+		// before the instance program locks the user.
+		validUntil := "infinity"
+		if u.ValidUntil != "" {
+			validUntil = u.ValidUntil
+		}
+		attributes := fmt.Sprintf("LOGIN NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION NOBYPASSRLS CONNECTION LIMIT %d PASSWORD %s VALID UNTIL %s",
+			limit, literal(verifiers[u.Name]), literal(validUntil))
 		if existing[u.Name] {
 			add(Statement{"updating the user " + u.Name, "ALTER ROLE " + role + " WITH " + attributes})
 		} else {

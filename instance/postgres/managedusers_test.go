@@ -42,3 +42,12 @@ func TestManagedUserStatementsSetTheConnectionLimit(t *testing.T) {
 		}
 	}
 }
+
+func TestManagedUserStatementsSetValidUntil(t *testing.T) {
+	for validUntil, want := range map[string]string{"": "VALID UNTIL 'infinity'", "2027-01-31T18:00:00Z": "VALID UNTIL '2027-01-31T18:00:00Z'"} {
+		stmts := ManagedUserStatements("shop", []layout.ManagedUser{{Name: "etl", Access: layout.AccessReadOnly, Password: "p", ValidUntil: validUntil}}, map[string]string{"etl": "v"}, map[string]bool{"etl": true})
+		if len(stmts) == 0 || !strings.HasPrefix(stmts[0].SQL, `ALTER ROLE "etl" WITH `) || !strings.HasSuffix(stmts[0].SQL, want) {
+			t.Errorf("validUntil %q: the first statement is %+v, want an ALTER ROLE ending with %q", validUntil, stmts, want)
+		}
+	}
+}

@@ -101,6 +101,7 @@ func TestInvalidDatabasesAreRejected(t *testing.T) {
 		{name: "user of unknown access", spec: validSpec + "  users: [{name: report, access: Admin}]\n", wantField: "spec.users[0].access", wantText: "Unsupported value"},
 		{name: "user of no connection", spec: validSpec + "  users: [{name: report, connectionLimit: 0}]\n", wantField: "spec.users[0].connectionLimit", wantText: "should be greater than or equal to 1"},
 		{name: "user's password Secret not a name", spec: validSpec + "  users: [{name: report, passwordSecret: {name: other/secret}}]\n", wantField: "spec.users[0].passwordSecret.name", wantText: "should match"},
+		{name: "user valid until no instant", spec: validSpec + "  users: [{name: report, validUntil: \"next friday\"}]\n", wantField: "spec.users[0].validUntil", wantText: "date-time"},
 		{name: "user of too many connections", spec: validSpec + "  users: [{name: report, connectionLimit: 10001}]\n", wantField: "spec.users[0].connectionLimit", wantText: "should be less than or equal to 10000"},
 		{name: "server alt name with an underscore", spec: validSpec + "  tls: {serverAltNames: [db_1.example.com]}\n", wantField: "spec.tls.serverAltNames", wantText: "each is a DNS name"},
 		{name: "server alt name a network", spec: validSpec + "  tls: {serverAltNames: [\"203.0.113.0/24\"]}\n", wantField: "spec.tls.serverAltNames", wantText: "or an IP address"},
@@ -202,7 +203,7 @@ func TestValidChangesAreAccepted(t *testing.T) {
 	}, "spec", "podMetadata")).To(Succeed())
 	g.Expect(k8sClient.Update(ctx, obj)).To(Succeed(), "pod labels and annotations of the user's")
 	g.Expect(unstructured.SetNestedSlice(obj.Object, []any{
-		map[string]any{"name": "report"}, map[string]any{"name": "etl_loader", "access": "ReadWrite", "connectionLimit": int64(10)}, map[string]any{"name": "x9"},
+		map[string]any{"name": "report"}, map[string]any{"name": "etl_loader", "access": "ReadWrite", "connectionLimit": int64(10), "validUntil": "2027-01-31T19:00:00+01:00"}, map[string]any{"name": "x9"},
 	}, "spec", "users")).To(Succeed())
 	g.Expect(k8sClient.Update(ctx, obj)).To(Succeed(), "users as an owner writes them")
 	users, _, _ := unstructured.NestedSlice(obj.Object, "spec", "users")

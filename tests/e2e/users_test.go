@@ -3,6 +3,7 @@ package e2e_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -47,7 +48,8 @@ func TestUsersReachThePodsWithoutARestart(t *testing.T) {
 	g.Expect(gatheredSeries(g, "dbpilot_database_users", series)).To(BeEmpty(), "a Database without users has no user series")
 
 	update(g, db, func(db *dbpilotv1alpha1.Database) {
-		db.Spec.Users = []dbpilotv1alpha1.DatabaseUser{{Name: "report"}, {Name: "etl_loader", Access: dbpilotv1alpha1.UserAccessReadWrite}}
+		db.Spec.Users = []dbpilotv1alpha1.DatabaseUser{{Name: "report"}, {Name: "etl_loader", Access: dbpilotv1alpha1.UserAccessReadWrite,
+			ValidUntil: &metav1.Time{Time: time.Date(2099, 1, 31, 19, 0, 0, 0, time.FixedZone("CET", 3600))}}}
 	})
 	userSecret := func(g Gomega, user string) *corev1.Secret {
 		secret := &corev1.Secret{}
@@ -64,7 +66,8 @@ func TestUsersReachThePodsWithoutARestart(t *testing.T) {
 			g.Expect(string(secret.Data[desired.SecretKeyUsername])).To(Equal(name))
 			g.Expect(secret.Data[desired.SecretKeyPassword]).To(HaveLen(32), "a generated password")
 			g.Expect(secret.Labels).To(HaveKeyWithValue(dbpilotv1alpha1.LabelUser, name))
-			g.Expect(users[name]).To(Equal(layout.ManagedUser{Name: name, Access: access, Password: string(secret.Data[desired.SecretKeyPassword])}))
+			validUntil := map[string]string{"etl_loader": "2099-01-31T18:00:00Z"}[name]
+			g.Expect(users[name]).To(Equal(layout.ManagedUser{Name: name, Access: access, Password: string(secret.Data[desired.SecretKeyPassword]), ValidUntil: validUntil}))
 		}
 	}, convergeTimeout, pollInterval).Should(Succeed())
 	waitConverged(g, db)
@@ -110,7 +113,7 @@ func TestUsersReachThePodsWithoutARestart(t *testing.T) {
 		}
 		// The series the DatabaseDegraded and DatabaseUsersPending alerts read.
 		g.Expect(gathered(g, "dbpilot_database_degraded", withLabels(series, "reason", dbpilotv1alpha1.ReasonUsersInvalid))).To(Equal(1.0))
-		for state, count := range map[dbpilotv1alpha1.UserState]float64{dbpilotv1alpha1.UserFailed: 1, dbpilotv1alpha1.UserPending: 2, dbpilotv1alpha1.UserReady: 0, dbpilotv1alpha1.UserLocked: 0} {
+		for state, count := range map[dbpilotv1alpha1.UserState]float64{dbpilotv1alpha1.UserFailed: 1, dbpilotv1alpha1.UserPending: 2, dbpilotv1alpha1.UserReady: 0, dbpilotv1alpha1.UserLocked: 0, dbpilotv1alpha1.UserExpired: 0} {
 			g.Expect(gatheredSeries(g, "dbpilot_database_users", withLabels(series, "state", string(state)))).To(HaveLen(1), "state %s", state)
 			g.Expect(gathered(g, "dbpilot_database_users", withLabels(series, "state", string(state)))).To(Equal(count), "state %s", state)
 		}

@@ -195,6 +195,17 @@ func TestPostgresManagedUsers(t *testing.T) {
 	})
 	held.Close(ctx)
 
+	expectValidUntil(t, pg, usersFile, p,
+		layout.ManagedUser{Name: "report", Access: layout.AccessReadWrite, Password: "report-pass-2"},
+		[]layout.ManagedUser{{Name: "etl", Access: layout.AccessReadOnly, Password: "etl-pass-2"}},
+		func() (func() error, func(), error) {
+			conn, err := pgConnect(ctx, port, "report", "report-pass-2", "shop")
+			if err != nil {
+				return nil, nil, err
+			}
+			return func() error { _, err := conn.Exec(ctx, "SELECT 1"); return err }, func() { conn.Close(ctx) }, nil
+		})
+
 	// Removed again, then made the application user (a credentials
 	// Secret of the user's renamed): it logs in, owns its database and
 	// writes, read-only by default no more.
@@ -353,6 +364,19 @@ func TestMariaDBManagedUsers(t *testing.T) {
 	})
 	held.Close()
 
+	expectValidUntil(t, my, usersFile, p,
+		layout.ManagedUser{Name: "report", Access: layout.AccessReadWrite, Password: "report-pass-2"},
+		[]layout.ManagedUser{{Name: "etl", Access: layout.AccessReadOnly, Password: "etl-pass-2"}},
+		func() (func() error, func(), error) {
+			db, err := mysqlConnect(ctx, port, "report", "report-pass-2", "shop")
+			if err != nil {
+				return nil, nil, err
+			}
+			// One session, so that its end is seen, not replaced.
+			db.SetMaxOpenConns(1)
+			return func() error { _, err := db.ExecContext(ctx, "SELECT 1"); return err }, func() { db.Close() }, nil
+		})
+
 	// Removed again, then made the application user: unlocked, it owns
 	// its database.
 	managedUsersFile(t, my, usersFile, layout.ManagedUser{Name: "etl", Locked: true})
@@ -374,6 +398,55 @@ func TestMariaDBManagedUsers(t *testing.T) {
 		return err
 	})
 	p.stop(t)
+}
+
+// expectValidUntil gives user a validUntil 8 s ahead, the other users of
+// the file as they are: until then it logs in and holds a session
+// (login); from then on that session ends, a login is refused, and the
+// status reports the user locked; a validUntil an hour later lets it in
+// again. It logs how long after the instant the session ended.
+func expectValidUntil(t *testing.T, u osUser, usersFile string, p *program, user layout.ManagedUser, others []layout.ManagedUser,
+	login func() (alive func() error, closeSession func(), err error)) {
+	t.Helper()
+	until := time.Now().Add(8 * time.Second).UTC().Truncate(time.Second)
+	user.ValidUntil = until.Format(time.RFC3339)
+	managedUsersFile(t, u, usersFile, append([]layout.ManagedUser{user}, others...)...)
+	eventually(t, 6*time.Second, "the status reports the user with its validUntil", func() error {
+		return reportsUser(p, user.Name, layout.ManagedUserDigest("", user), "")
+	})
+	alive, closeSession, err := login()
+	if err != nil {
+		t.Fatalf("%s does not log in before its validUntil: %v", user.Name, err)
+	}
+	defer closeSession()
+	if err := alive(); err != nil {
+		t.Fatalf("%s's session before its validUntil: %v", user.Name, err)
+	}
+	time.Sleep(time.Until(until))
+	eventually(t, 15*time.Second, "the session open at validUntil ends", func() error {
+		if alive() == nil {
+			return errors.New("its session still answers")
+		}
+		return nil
+	})
+	t.Logf("%s's session ended %.1fs after its validUntil", user.Name, time.Since(until).Seconds())
+	if _, closeAgain, err := login(); err == nil {
+		closeAgain()
+		t.Errorf("%s logs in after its validUntil", user.Name)
+	}
+	eventually(t, 5*time.Second, "the status reports the user locked", func() error {
+		return reportsUser(p, user.Name, layout.ManagedUserDigest("", layout.ManagedUser{Name: user.Name, Locked: true}), "")
+	})
+
+	user.ValidUntil = time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+	managedUsersFile(t, u, usersFile, append([]layout.ManagedUser{user}, others...)...)
+	eventually(t, 15*time.Second, "a later validUntil lets the user in again", func() error {
+		_, closeAgain, err := login()
+		if err == nil {
+			closeAgain()
+		}
+		return err
+	})
 }
 
 // reportsUser checks the instance's status: the user is reported with

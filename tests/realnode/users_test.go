@@ -26,20 +26,26 @@ const reportUser = "report"
 // the application wrote, writes nothing through the -rw Service and,
 // holding a session there, is refused a second one; status.users tells
 // it Ready (the primary's report, keyed with the replication password,
-// names the entry the operator wrote). Removed, its open session on a
-// replica ends, it logs in nowhere and status.users tells it Locked.
+// names the entry the operator wrote). Given a validUntil, its open
+// session on a replica ends from that instant (not before), it logs in
+// nowhere and status.users tells it Expired; the validUntil taken off, it
+// reads again. Removed, its open session on a replica ends, it logs in
+// nowhere and status.users tells it Locked.
 // It returns the user's password, for the search of secrets in logs.
 func expectManagedUserReads(t *testing.T, g Gomega, db *dbpilotv1alpha1.Database, tc replicationSQL, sum int) string {
 	t.Helper()
 	ctx := context.Background()
 	before := podUIDsOf(g, db)
-	g.Eventually(func() error {
-		if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(db), db); err != nil {
-			return err
-		}
-		db.Spec.Users = []dbpilotv1alpha1.DatabaseUser{{Name: reportUser, ConnectionLimit: ptr.To[int32](1)}}
-		return k8sClient.Update(ctx, db)
-	}, 10*time.Second, 200*time.Millisecond).Should(Succeed())
+	setUsers := func(users ...dbpilotv1alpha1.DatabaseUser) {
+		g.Eventually(func() error {
+			if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(db), db); err != nil {
+				return err
+			}
+			db.Spec.Users = users
+			return k8sClient.Update(ctx, db)
+		}, 10*time.Second, 200*time.Millisecond).Should(Succeed())
+	}
+	setUsers(dbpilotv1alpha1.DatabaseUser{Name: reportUser, ConnectionLimit: ptr.To[int32](1)})
 	start := time.Now()
 	var password string
 	g.Eventually(func(g Gomega) {
@@ -86,6 +92,45 @@ func expectManagedUserReads(t *testing.T, g Gomega, db *dbpilotv1alpha1.Database
 		g.Expect(err.Error()).To(Or(ContainSubstring("too many connections for role"), ContainSubstring("max_user_connections")), "the second session is refused by the limit")
 	}
 
+	// Given a validUntil 20 s ahead while a session on a replica is
+	// open: that session ends from then on, not before, the user is
+	// Expired and logs in through neither Service; the validUntil taken
+	// off, it reads again.
+	var held sqlSession
+	g.Eventually(func() (err error) {
+		held, err = connect(db.ReadOnlyServiceName())
+		return err
+	}, 30*time.Second, time.Second).Should(Succeed())
+	defer held.close()
+	until := time.Now().Add(20 * time.Second).Truncate(time.Second)
+	setUsers(dbpilotv1alpha1.DatabaseUser{Name: reportUser, ConnectionLimit: ptr.To[int32](1), ValidUntil: &metav1.Time{Time: until}})
+	g.Eventually(func() error {
+		_, err := held.queryInt(ctx, tc.sum)
+		return err
+	}, 2*time.Minute, 500*time.Millisecond).ShouldNot(Succeed(), "the session open at validUntil ends")
+	g.Expect(time.Now()).To(BeTemporally(">=", until), "the session ended before the user's validUntil")
+	t.Logf("%s: the session of the user on a replica ended %.1fs after its validUntil", tc.engine, time.Since(until).Seconds())
+	expectUserState(g, db, dbpilotv1alpha1.UserExpired)
+	t.Logf("%s: status.users told the user Expired %.1fs after its validUntil", tc.engine, time.Since(until).Seconds())
+	for _, service := range []string{db.ReadOnlyServiceName(), db.ReadWriteServiceName()} {
+		if session, err := connect(service); err == nil {
+			session.close()
+			t.Errorf("%s: the user logs in through %s after its validUntil", tc.engine, service)
+		}
+	}
+	setUsers(dbpilotv1alpha1.DatabaseUser{Name: reportUser, ConnectionLimit: ptr.To[int32](1)})
+	start = time.Now()
+	g.Eventually(func(g Gomega) int {
+		reader, err := connect(db.ReadOnlyServiceName())
+		g.Expect(err).NotTo(HaveOccurred())
+		defer reader.close()
+		n, err := reader.queryInt(ctx, tc.sum)
+		g.Expect(err).NotTo(HaveOccurred())
+		return n
+	}, 3*time.Minute, time.Second).Should(Equal(sum), "the validUntil taken off, the user reads again")
+	t.Logf("%s: the user read again %.1fs after its validUntil was taken off", tc.engine, time.Since(start).Seconds())
+	expectUserState(g, db, dbpilotv1alpha1.UserReady)
+
 	// Removed while a session on a replica is open: the replica ends it
 	// (the primary's lock reaches it by replication, its sessions do not).
 	// A session the reads above closed may still count on the replica
@@ -96,13 +141,7 @@ func expectManagedUserReads(t *testing.T, g Gomega, db *dbpilotv1alpha1.Database
 		return err
 	}, 30*time.Second, time.Second).Should(Succeed())
 	defer reader.close()
-	g.Eventually(func() error {
-		if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(db), db); err != nil {
-			return err
-		}
-		db.Spec.Users = nil
-		return k8sClient.Update(ctx, db)
-	}, 10*time.Second, 200*time.Millisecond).Should(Succeed())
+	setUsers()
 	start = time.Now()
 	g.Eventually(func() error {
 		_, err := reader.queryInt(ctx, tc.sum)
