@@ -148,12 +148,25 @@ func setHibernated(key types.NamespacedName, hibernates bool) {
 	databaseHibernated.DeleteLabelValues(key.Namespace, key.Name)
 }
 
+// degradedReasons is the reason dbpilot_database_degraded last served for
+// each Database, by key.
+var degradedReasons sync.Map
+
 // setDegraded keeps dbpilot_database_degraded to the reason of the
-// Database's Degraded condition while it is True, or none.
+// Database's Degraded condition while it is True, or none. The new series
+// is set before the former one goes, so that no scrape finds neither (an
+// alert's clock would start again).
 func setDegraded(key types.NamespacedName, conditions []metav1.Condition) {
-	databaseDegraded.DeletePartialMatch(prometheus.Labels{"namespace": key.Namespace, "database": key.Name})
+	reason := ""
 	if degraded := meta.FindStatusCondition(conditions, dbpilotv1alpha1.ConditionDegraded); degraded != nil && degraded.Status == metav1.ConditionTrue {
-		databaseDegraded.WithLabelValues(key.Namespace, key.Name, degraded.Reason).Set(1)
+		reason = degraded.Reason
+		databaseDegraded.WithLabelValues(key.Namespace, key.Name, reason).Set(1)
+	}
+	if former, ok := degradedReasons.Swap(key, reason); ok && former != reason {
+		databaseDegraded.DeleteLabelValues(key.Namespace, key.Name, former.(string))
+	}
+	if reason == "" {
+		degradedReasons.Delete(key)
 	}
 }
 
@@ -163,10 +176,11 @@ func setDegraded(key types.NamespacedName, conditions []metav1.Condition) {
 var userStates = []dbpilotv1alpha1.UserState{dbpilotv1alpha1.UserPending, dbpilotv1alpha1.UserReady, dbpilotv1alpha1.UserFailed, dbpilotv1alpha1.UserLocked, dbpilotv1alpha1.UserExpired}
 
 // setUserStates keeps dbpilot_database_users to how many of the Database's
-// users are in each state; without users the series go.
+// users are in each state (each series set in place); without users the
+// series go.
 func setUserStates(key types.NamespacedName, users []dbpilotv1alpha1.UserStatus) {
-	databaseUsers.DeletePartialMatch(prometheus.Labels{"namespace": key.Namespace, "database": key.Name})
 	if len(users) == 0 {
+		databaseUsers.DeletePartialMatch(prometheus.Labels{"namespace": key.Namespace, "database": key.Name})
 		return
 	}
 	counts := map[dbpilotv1alpha1.UserState]float64{}

@@ -119,6 +119,10 @@ func (r *DatabaseReconciler) writeStatus(ctx context.Context, s *scope, reconcil
 	}
 	status := buildStatus(s.db, obs, metav1.NewTime(r.clock().Now()))
 	r.recordDegraded(s.db, status.Conditions)
+	for _, user := range newlyExpired(s.db.Status.Users, status.Users) {
+		r.Recorder.Eventf(s.db, nil, corev1.EventTypeNormal, dbpilotv1alpha1.EventReasonUserExpired, "ExpireUser",
+			"User %s: %s; it may no longer log in and its sessions ended; what it owns and its password's Secret are kept", user.Name, user.Message)
+	}
 	databasePhases.record(client.ObjectKeyFromObject(s.db), s.db.Spec.Engine, status.Phase)
 	setHibernated(client.ObjectKeyFromObject(s.db), s.db.Spec.Hibernate)
 	setDegraded(client.ObjectKeyFromObject(s.db), status.Conditions)

@@ -165,8 +165,8 @@ func usersReport(primary string, reports map[string]layout.InstanceStatus) *layo
 const expiryReportDelay = 3 * time.Second
 
 // untilNextExpiry is how long until the next validUntil among the users
-// listed for the pods, expiryReportDelay after it; 0 when none is to
-// come.
+// listed for the pods, expiryReportDelay after it, at most
+// maxExpiryWait; 0 when none is to come.
 func untilNextExpiry(seen usersSeen, now time.Time) time.Duration {
 	var next time.Duration
 	for _, u := range seen.listed {
@@ -174,9 +174,33 @@ func untilNextExpiry(seen usersSeen, now time.Time) time.Duration {
 		if u.Locked || err != nil || !now.Before(until) {
 			continue
 		}
-		if wait := until.Sub(now) + expiryReportDelay; next == 0 || wait < next {
+		// A validUntil centuries ahead is beyond what a Duration holds.
+		wait := maxExpiryWait
+		if until.Before(now.Add(maxExpiryWait)) {
+			wait = until.Sub(now) + expiryReportDelay
+		}
+		if next == 0 || wait < next {
 			next = wait
 		}
 	}
 	return next
+}
+
+// maxExpiryWait bounds the wait for a validUntil: a pass comes sooner
+// anyway, and looks again.
+const maxExpiryWait = 24 * time.Hour
+
+// newlyExpired are the users of statuses that are Expired and were not in
+// stored.
+func newlyExpired(stored, statuses []dbpilotv1alpha1.UserStatus) []dbpilotv1alpha1.UserStatus {
+	var expired []dbpilotv1alpha1.UserStatus
+	for _, status := range statuses {
+		if status.State == dbpilotv1alpha1.UserExpired &&
+			!slices.ContainsFunc(stored, func(s dbpilotv1alpha1.UserStatus) bool {
+				return s.Name == status.Name && s.State == dbpilotv1alpha1.UserExpired
+			}) {
+			expired = append(expired, status)
+		}
+	}
+	return expired
 }

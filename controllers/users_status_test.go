@@ -240,8 +240,20 @@ func TestUntilNextExpiry(t *testing.T) {
 	if got := untilNextExpiry(seen, testNow.Time); got != 10*time.Minute+expiryReportDelay {
 		t.Errorf("next expiry in %s, want b's, %s after", got, expiryReportDelay)
 	}
-	seen.listed = seen.listed[2:]
+	seen.listed = []layout.ManagedUser{{Name: "a", Access: layout.AccessReadOnly, Password: "p", ValidUntil: "9999-12-31T23:59:59Z"}}
+	if got := untilNextExpiry(seen, testNow.Time); got != maxExpiryWait {
+		t.Errorf("next expiry in %s for a validUntil centuries ahead, want %s", got, maxExpiryWait)
+	}
+	seen.listed = []layout.ManagedUser{{Name: "c", Access: layout.AccessReadOnly, Password: "p", ValidUntil: at(-time.Minute)}, {Name: "e", Access: layout.AccessReadOnly, Password: "p"}}
 	if got := untilNextExpiry(seen, testNow.Time); got != 0 {
 		t.Errorf("next expiry in %s with none to come, want 0", got)
+	}
+}
+
+func TestNewlyExpired(t *testing.T) {
+	stored := []dbpilotv1alpha1.UserStatus{{Name: "a", State: dbpilotv1alpha1.UserExpired}, {Name: "b", State: dbpilotv1alpha1.UserPending}}
+	statuses := []dbpilotv1alpha1.UserStatus{{Name: "a", State: dbpilotv1alpha1.UserExpired}, {Name: "b", State: dbpilotv1alpha1.UserExpired}, {Name: "c", State: dbpilotv1alpha1.UserLocked}}
+	if got := newlyExpired(stored, statuses); len(got) != 1 || got[0].Name != "b" {
+		t.Errorf("newly expired %+v, want b alone", got)
 	}
 }

@@ -217,3 +217,7 @@ const (
 
 // EventReasonUserRemoved: a user spec.users no longer lists was locked.
 const EventReasonUserRemoved = "UserRemoved"
+
+// EventReasonUserExpired: the primary locked a user of spec.users whose
+// validUntil came.
+const EventReasonUserExpired = "UserExpired"

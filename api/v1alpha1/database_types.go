@@ -351,6 +351,8 @@ type FromBackup struct {
 	// replayed up to the last commit before it. It must lie after the
 	// backup's end. Unset: everything archived is replayed.
 	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?(Z|[+-][0-9]{2}:[0-9]{2})$`
 	TargetTime *metav1.Time `json:"targetTime,omitempty"`
 }
 

@@ -74,9 +74,13 @@ type DatabaseUser struct {
 	// removed from the list (its Secret and what it owns are kept), and
 	// status.users tells it Expired. PostgreSQL refuses its password from
 	// that instant (VALID UNTIL); the instance programs lock it and end
-	// its sessions within 2 seconds. A later instant, or none, lets it log
-	// in again.
+	// its sessions at their next poll, within seconds (on MariaDB and
+	// MySQL nothing else holds the instant). Pods whose instance program
+	// predates validUntil keep the user until they roll (it stays
+	// Pending). A later instant, or none, lets it log in again.
 	// +optional
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:Pattern=`^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}(\.[0-9]+)?(Z|[+-][0-9]{2}:[0-9]{2})$`
 	ValidUntil *metav1.Time `json:"validUntil,omitempty"`
 }
 

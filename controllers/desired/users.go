@@ -30,10 +30,11 @@ func UserSecret(db *dbpilotv1alpha1.Database, user, password string) *corev1.Sec
 
 // ManagedUsers are the users the pods keep in the engine, the replication
 // Secret's layout.KeyUsers: each user of spec.users whose password is in
-// passwords, with its access, connection limit and validUntil; each user of previous
-// that spec.users no longer lists, locked (so it may no longer log in,
-// and stays locked until it is listed again). A user listed without a password (its
-// Secret lost the key) stays as previous has it.
+// passwords, with its access, connection limit and validUntil (in UTC);
+// each user of previous that spec.users no longer lists, locked (so it
+// may no longer log in, and stays locked until it is listed again). A
+// user listed without a password (its Secret lost the key) stays as
+// previous has it.
 func ManagedUsers(users []dbpilotv1alpha1.DatabaseUser, passwords map[string]string, previous []layout.ManagedUser) []layout.ManagedUser {
 	var managed []layout.ManagedUser
 	listed := map[string]bool{}

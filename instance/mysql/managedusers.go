@@ -117,7 +117,7 @@ func ManagedUserStatements(flavor Flavor, application string, users []layout.Man
 		}
 		account := quoteString(u.Name) + "@'%'"
 		if u.Locked {
-			add(Statement{"locking the removed user " + u.Name, "ALTER USER IF EXISTS " + account + " ACCOUNT LOCK"})
+			add(Statement{"locking the user " + u.Name + " (removed from spec.users or past its validUntil)", "ALTER USER IF EXISTS " + account + " ACCOUNT LOCK"})
 			continue
 		}
 		auth := "IDENTIFIED BY PASSWORD " + quoteString(nativePasswordHash(u.Password))

@@ -91,13 +91,14 @@ func keepsManagedUser(application, name string) bool {
 // given their SCRAM verifiers and the roles that exist. Each one that is
 // not locked logs in with its password, within its connection limit (-1
 // for none), until its validUntil (PostgreSQL's VALID UNTIL: the server
-// refuses the password from then on; infinity without), with no attribute
-// beyond, and connects to the application
-// database alone (the only one its owner may create; PUBLIC may connect
-// to none). ReadOnly: a member of pg_read_all_data, its sessions
-// read-only by default. ReadWrite: of pg_write_all_data too. Neither may create anything in a schema it does
-// not own (PostgreSQL 15 gives PUBLIC no CREATE on the public schema). A
-// locked user may no longer log in; what it owns and its grants stay.
+// refuses the password from then on; infinity without), with no
+// attribute beyond, and connects to the application database alone (the
+// only one its owner may create; PUBLIC may connect to none). ReadOnly:
+// a member of pg_read_all_data, its sessions read-only by default.
+// ReadWrite: of pg_write_all_data too. Neither may create anything in a
+// schema it does not own (PostgreSQL 15 gives PUBLIC no CREATE on the
+// public schema). A locked user may no longer log in; what it owns and
+// its grants stay.
 // The locks come first (layout.LockedFirst).
 func ManagedUserStatements(application string, users []layout.ManagedUser, verifiers map[string]string, existing map[string]bool) []UserStatement {
 	database := pgx.Identifier{application}.Sanitize()
@@ -114,7 +115,7 @@ func ManagedUserStatements(application string, users []layout.ManagedUser, verif
 		role := pgx.Identifier{u.Name}.Sanitize()
 		if u.Locked {
 			if existing[u.Name] {
-				add(Statement{"locking the removed user " + u.Name, "ALTER ROLE " + role + " NOLOGIN"})
+				add(Statement{"locking the user " + u.Name + " (removed from spec.users or past its validUntil)", "ALTER ROLE " + role + " NOLOGIN"})
 			}
 			continue
 		}

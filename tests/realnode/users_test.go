@@ -28,7 +28,8 @@ const reportUser = "report"
 // it Ready (the primary's report, keyed with the replication password,
 // names the entry the operator wrote). Given a validUntil, its open
 // session on a replica ends from that instant (not before), it logs in
-// nowhere and status.users tells it Expired; the validUntil taken off, it
+// nowhere and status.users tells it Expired (with the UserExpired
+// Event); the validUntil taken off, it
 // reads again. Removed, its open session on a replica ends, it logs in
 // nowhere and status.users tells it Locked.
 // It returns the user's password, for the search of secrets in logs.
@@ -65,8 +66,9 @@ func expectManagedUserReads(t *testing.T, g Gomega, db *dbpilotv1alpha1.Database
 		}
 		return connectOverTo(ctx, db, at, reportUser, password, desired.AppUsername, config)
 	}
-	// The kubelet refreshes a mounted Secret on its own period.
-	g.Eventually(func(g Gomega) int {
+	// readsOnAReplica is the sum of the rows the user reads through the
+	// -ro Service, on a replica.
+	readsOnAReplica := func(g Gomega) int {
 		reader, err := connect(db.ReadOnlyServiceName())
 		g.Expect(err).NotTo(HaveOccurred())
 		defer reader.close()
@@ -76,7 +78,9 @@ func expectManagedUserReads(t *testing.T, g Gomega, db *dbpilotv1alpha1.Database
 		n, err := reader.queryInt(ctx, tc.sum)
 		g.Expect(err).NotTo(HaveOccurred())
 		return n
-	}, 3*time.Minute, time.Second).Should(Equal(sum))
+	}
+	// The kubelet refreshes a mounted Secret on its own period.
+	g.Eventually(readsOnAReplica, 3*time.Minute, time.Second).Should(Equal(sum))
 	t.Logf("%s: the user added to spec.users read the application's rows through the -ro Service %.1fs after", tc.engine, time.Since(start).Seconds())
 	expectUserState(g, db, dbpilotv1alpha1.UserReady)
 	t.Logf("%s: status.users told the user Ready %.1fs after", tc.engine, time.Since(start).Seconds())
@@ -96,11 +100,17 @@ func expectManagedUserReads(t *testing.T, g Gomega, db *dbpilotv1alpha1.Database
 	// open: that session ends from then on, not before, the user is
 	// Expired and logs in through neither Service; the validUntil taken
 	// off, it reads again.
-	var held sqlSession
-	g.Eventually(func() (err error) {
-		held, err = connect(db.ReadOnlyServiceName())
-		return err
-	}, 30*time.Second, time.Second).Should(Succeed())
+	// A session the reads above closed may still count on the replica
+	// a moment.
+	sessionOnAReplica := func() sqlSession {
+		var session sqlSession
+		g.Eventually(func() (err error) {
+			session, err = connect(db.ReadOnlyServiceName())
+			return err
+		}, 30*time.Second, time.Second).Should(Succeed())
+		return session
+	}
+	held := sessionOnAReplica()
 	defer held.close()
 	until := time.Now().Add(20 * time.Second).Truncate(time.Second)
 	setUsers(dbpilotv1alpha1.DatabaseUser{Name: reportUser, ConnectionLimit: ptr.To[int32](1), ValidUntil: &metav1.Time{Time: until}})
@@ -112,6 +122,8 @@ func expectManagedUserReads(t *testing.T, g Gomega, db *dbpilotv1alpha1.Database
 	t.Logf("%s: the session of the user on a replica ended %.1fs after its validUntil", tc.engine, time.Since(until).Seconds())
 	expectUserState(g, db, dbpilotv1alpha1.UserExpired)
 	t.Logf("%s: status.users told the user Expired %.1fs after its validUntil", tc.engine, time.Since(until).Seconds())
+	g.Eventually(func(g Gomega) string { return eventNote(g, db.Namespace, dbpilotv1alpha1.EventReasonUserExpired) }, 30*time.Second, time.Second).
+		Should(ContainSubstring("User "+reportUser+": its validUntil, "+until.UTC().Format(time.RFC3339)+", has come"), "the UserExpired Event")
 	for _, service := range []string{db.ReadOnlyServiceName(), db.ReadWriteServiceName()} {
 		if session, err := connect(service); err == nil {
 			session.close()
@@ -120,26 +132,13 @@ func expectManagedUserReads(t *testing.T, g Gomega, db *dbpilotv1alpha1.Database
 	}
 	setUsers(dbpilotv1alpha1.DatabaseUser{Name: reportUser, ConnectionLimit: ptr.To[int32](1)})
 	start = time.Now()
-	g.Eventually(func(g Gomega) int {
-		reader, err := connect(db.ReadOnlyServiceName())
-		g.Expect(err).NotTo(HaveOccurred())
-		defer reader.close()
-		n, err := reader.queryInt(ctx, tc.sum)
-		g.Expect(err).NotTo(HaveOccurred())
-		return n
-	}, 3*time.Minute, time.Second).Should(Equal(sum), "the validUntil taken off, the user reads again")
+	g.Eventually(readsOnAReplica, 3*time.Minute, time.Second).Should(Equal(sum), "the validUntil taken off, the user reads again")
 	t.Logf("%s: the user read again %.1fs after its validUntil was taken off", tc.engine, time.Since(start).Seconds())
 	expectUserState(g, db, dbpilotv1alpha1.UserReady)
 
 	// Removed while a session on a replica is open: the replica ends it
 	// (the primary's lock reaches it by replication, its sessions do not).
-	// A session the reads above closed may still count on the replica
-	// a moment.
-	var reader sqlSession
-	g.Eventually(func() (err error) {
-		reader, err = connect(db.ReadOnlyServiceName())
-		return err
-	}, 30*time.Second, time.Second).Should(Succeed())
+	reader := sessionOnAReplica()
 	defer reader.close()
 	setUsers()
 	start = time.Now()
