@@ -11,7 +11,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -459,33 +458,4 @@ func (c *Cluster) startKwok() error {
 		args = append(args, "--config="+stage)
 	}
 	return c.start("kwok", c.cfg.Binaries.Kwok, args...)
-}
-
-// FreePort returns a TCP port on 127.0.0.1 that is free now.
-func FreePort() (int, error) {
-	ports, err := freePorts(1)
-	if err != nil {
-		return 0, err
-	}
-	return ports[0], nil
-}
-
-// freePorts reserves n distinct free TCP ports on 127.0.0.1.
-func freePorts(n int) ([]int, error) {
-	listeners := make([]net.Listener, 0, n)
-	defer func() {
-		for _, l := range listeners {
-			l.Close()
-		}
-	}()
-	ports := make([]int, 0, n)
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("finding a free port: %w", err)
-		}
-		listeners = append(listeners, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }
