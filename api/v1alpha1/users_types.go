@@ -8,10 +8,10 @@ import (
 
 // UserAccess is what a user of spec.users may do in the application
 // database.
-// +kubebuilder:validation:Enum=ReadOnly;ReadWrite
+// +kubebuilder:validation:Enum=ReadOnly;ReadWrite;Connect
 type UserAccess string
 
-// The accesses of a user of spec.users. Neither changes the schema: the
+// The accesses of a user of spec.users. None changes the schema: the
 // application user owns it.
 const (
 	// UserAccessReadOnly reads every table's rows (PostgreSQL:
@@ -22,6 +22,10 @@ const (
 	// (PostgreSQL: pg_write_all_data besides; MariaDB/MySQL: INSERT,
 	// UPDATE, DELETE besides).
 	UserAccessReadWrite UserAccess = "ReadWrite"
+	// UserAccessConnect logs in to the application database and does
+	// there only what the application user grants it (GRANT SELECT ON
+	// orders TO report): no table of its own.
+	UserAccessConnect UserAccess = "Connect"
 )
 
 // DatabaseUser is a user dbpilot keeps in the engine besides the
@@ -42,7 +46,9 @@ type DatabaseUser struct {
 
 	// access is what the user may do in the application database:
 	// ReadOnly (the default) reads every table's rows; ReadWrite also
-	// inserts, updates and deletes them. Neither changes the schema.
+	// inserts, updates and deletes them; Connect logs in and does only
+	// what the application user grants it, table by table (GRANT SELECT
+	// ON orders TO report). None changes the schema.
 	// +optional
 	// +kubebuilder:default=ReadOnly
 	Access UserAccess `json:"access,omitempty"`

@@ -24,11 +24,12 @@ func TestManagedUsers(t *testing.T) {
 		{name: "none", want: nil},
 		{
 			name:      "listed users with their passwords and limits, ReadOnly by default",
-			users:     []dbpilotv1alpha1.DatabaseUser{{Name: "report"}, {Name: "etl", Access: rw, ConnectionLimit: ptr.To[int32](4)}},
-			passwords: map[string]string{"report": "p1", "etl": "p2"},
+			users:     []dbpilotv1alpha1.DatabaseUser{{Name: "report"}, {Name: "etl", Access: rw, ConnectionLimit: ptr.To[int32](4)}, {Name: "viewer", Access: dbpilotv1alpha1.UserAccessConnect}},
+			passwords: map[string]string{"report": "p1", "etl": "p2", "viewer": "p3"},
 			want: []layout.ManagedUser{
 				{Name: "report", Access: "ReadOnly", Password: "p1"},
 				{Name: "etl", Access: "ReadWrite", Password: "p2", ConnectionLimit: 4},
+				{Name: "viewer", Access: "Connect", Password: "p3"},
 			},
 		},
 		{

@@ -23,6 +23,7 @@ const UsersFile = ReplicationDir + "/" + KeyUsers
 const (
 	AccessReadOnly  = "ReadOnly"
 	AccessReadWrite = "ReadWrite"
+	AccessConnect   = "Connect"
 )
 
 // ManagedUser is a user of spec.users as the instance program keeps it in
@@ -30,7 +31,7 @@ const (
 type ManagedUser struct {
 	// Name is the user's name in the engine.
 	Name string `json:"name"`
-	// Access is AccessReadOnly or AccessReadWrite.
+	// Access is AccessReadOnly, AccessReadWrite or AccessConnect.
 	Access string `json:"access,omitempty"`
 	// Password is the user's password; empty when Locked.
 	Password string `json:"password,omitempty"`
@@ -93,8 +94,8 @@ func ParseManagedUsers(data []byte) ([]ManagedUser, error) {
 			return nil, fmt.Errorf("managed user %d has no name", i)
 		case seen[u.Name]:
 			return nil, fmt.Errorf("managed user %q is listed twice", u.Name)
-		case u.Access != AccessReadOnly && u.Access != AccessReadWrite && !u.Locked:
-			return nil, fmt.Errorf("managed user %q has access %q, neither %s nor %s", u.Name, u.Access, AccessReadOnly, AccessReadWrite)
+		case u.Access != AccessReadOnly && u.Access != AccessReadWrite && u.Access != AccessConnect && !u.Locked:
+			return nil, fmt.Errorf("managed user %q has access %q, not %s, %s or %s", u.Name, u.Access, AccessReadOnly, AccessReadWrite, AccessConnect)
 		case u.Password == "" && !u.Locked:
 			return nil, fmt.Errorf("managed user %q has no password", u.Name)
 		case u.ConnectionLimit < 0:

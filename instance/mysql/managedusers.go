@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 
 	driver "github.com/go-sql-driver/mysql"
 
@@ -34,7 +35,12 @@ func (e *Engine) EnsureManagedUsers(ctx context.Context, application string, use
 		// Each statement is tried whatever came before: one user's
 		// failure keeps no other user as it was.
 		for _, stmt := range ManagedUserStatements(e.Flavor, application, users) {
-			if _, err := db.ExecContext(ctx, stmt.SQL); err != nil {
+			_, err := db.ExecContext(ctx, stmt.SQL)
+			if err != nil && strings.HasPrefix(stmt.What, revokeWhat) && isNoSuchGrant(err) {
+				// The user holds nothing on the database: nothing to take.
+				err = nil
+			}
+			if err != nil {
 				password := layout.PasswordOf(users, stmt.User)
 				instance.RefuseUser(refused, stmt.User, stmt.What, err, password, nativePasswordHash(password))
 			}
@@ -99,7 +105,9 @@ func keepsManagedUser(flavor Flavor, application, name string) bool {
 // Each one that is not locked logs in from anywhere with its password
 // (MariaDB: sent as its hash), within its connection limit, and reads
 // the application database's tables (SELECT on it alone); ReadWrite also
-// inserts, updates and deletes their rows. Neither changes the schema. A
+// inserts, updates and deletes their rows; Connect holds nothing on the
+// database, only what the application user grants it on its tables.
+// None changes the schema. A
 // locked user may no longer log in; what it owns and its grants stay. A
 // session keeps the database privileges it had until it reconnects (the
 // server's rule). The locks come first (layout.LockedFirst).
@@ -128,15 +136,36 @@ func ManagedUserStatements(flavor Flavor, application string, users []layout.Man
 		limit := fmt.Sprintf(" WITH MAX_USER_CONNECTIONS %d", u.ConnectionLimit)
 		add(
 			Statement{"creating the user " + u.Name, "CREATE USER IF NOT EXISTS " + account + " " + auth + limit},
-			Statement{"updating the user " + u.Name, "ALTER USER " + account + " " + auth + limit + " ACCOUNT UNLOCK"},
-			Statement{"letting " + u.Name + " read", "GRANT SELECT ON " + database + " TO " + account})
-		if u.Access == layout.AccessReadWrite {
-			add(Statement{"letting " + u.Name + " write", "GRANT INSERT, UPDATE, DELETE ON " + database + " TO " + account})
-		} else {
-			add(Statement{"keeping " + u.Name + " from writing", "REVOKE INSERT, UPDATE, DELETE ON " + database + " FROM " + account})
+			Statement{"updating the user " + u.Name, "ALTER USER " + account + " " + auth + limit + " ACCOUNT UNLOCK"})
+		switch u.Access {
+		case layout.AccessReadWrite:
+			add(
+				Statement{"letting " + u.Name + " read", "GRANT SELECT ON " + database + " TO " + account},
+				Statement{"letting " + u.Name + " write", "GRANT INSERT, UPDATE, DELETE ON " + database + " TO " + account})
+		case layout.AccessConnect:
+			// What the application user granted on its tables stays.
+			add(Statement{revokeWhat + u.Name + " from reading and writing every table", "REVOKE SELECT, INSERT, UPDATE, DELETE ON " + database + " FROM " + account})
+		default:
+			add(
+				Statement{"letting " + u.Name + " read", "GRANT SELECT ON " + database + " TO " + account},
+				Statement{revokeWhat + u.Name + " from writing", "REVOKE INSERT, UPDATE, DELETE ON " + database + " FROM " + account})
 		}
 	}
 	return stmts
+}
+
+// revokeWhat begins what a statement that takes privileges does: the
+// server refuses to take them from a user that holds none on the
+// database, which is no failure.
+const revokeWhat = "keeping "
+
+// errNoSuchGrant is the server's answer to a REVOKE of privileges on a
+// database the user holds none on (ER_NONEXISTING_GRANT).
+const errNoSuchGrant = 1141
+
+func isNoSuchGrant(err error) bool {
+	var mysqlErr *driver.MySQLError
+	return errors.As(err, &mysqlErr) && mysqlErr.Number == errNoSuchGrant
 }
 
 // errUnknownThread is the server's answer to a KILL of a session that

@@ -36,3 +36,23 @@ func TestManagedUserStatementsSetTheConnectionLimit(t *testing.T) {
 		}
 	}
 }
+
+func TestManagedUserStatementsOfEachAccess(t *testing.T) {
+	for access, want := range map[string][]string{
+		layout.AccessReadOnly:  {"GRANT SELECT ON `shop`.* TO 'etl'@'%'", "REVOKE INSERT, UPDATE, DELETE ON `shop`.* FROM 'etl'@'%'"},
+		layout.AccessReadWrite: {"GRANT SELECT ON `shop`.* TO 'etl'@'%'", "GRANT INSERT, UPDATE, DELETE ON `shop`.* TO 'etl'@'%'"},
+		layout.AccessConnect:   {"REVOKE SELECT, INSERT, UPDATE, DELETE ON `shop`.* FROM 'etl'@'%'"},
+	} {
+		stmts := ManagedUserStatements(MariaDB, "shop", []layout.ManagedUser{{Name: "etl", Access: access, Password: "p"}})
+		var grants []string
+		for _, s := range stmts[2:] {
+			grants = append(grants, s.SQL)
+			if strings.HasPrefix(s.SQL, "REVOKE") != strings.HasPrefix(s.What, revokeWhat) {
+				t.Errorf("%s: %q is said to %q: a REVOKE, and nothing else, is said to begin with %q", access, s.SQL, s.What, revokeWhat)
+			}
+		}
+		if strings.Join(grants, "; ") != strings.Join(want, "; ") {
+			t.Errorf("%s: %q, want %q", access, grants, want)
+		}
+	}
+}

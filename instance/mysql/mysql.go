@@ -412,9 +412,10 @@ type Statement struct{ What, SQL string }
 
 // UserStatements bring the users to the wanted state: root with the
 // superuser password (besides socket authentication on MariaDB), and the
-// application user with every privilege on its own database and none
-// elsewhere; with requireCertificate it must also present its client
-// certificate (ApplicationRequireStatement).
+// application user with every privilege on its own database (and the
+// grant option, to grant them on) and none elsewhere; with
+// requireCertificate it must also present its client certificate
+// (ApplicationRequireStatement).
 func UserStatements(flavor Flavor, creds instance.Credentials, requireCertificate bool) []Statement {
 	app := quoteString(creds.Username) + "@'%'"
 	database := quoteIdentifier(creds.Username)
@@ -435,7 +436,9 @@ func UserStatements(flavor Flavor, creds instance.Credentials, requireCertificat
 		{"setting the application user's password", "ALTER USER " + app + " " + appAuth + " ACCOUNT UNLOCK"},
 		ApplicationRequireStatement(creds.Username, requireCertificate),
 		{"creating the application database", "CREATE DATABASE IF NOT EXISTS " + database},
-		{"granting the application database", "GRANT ALL PRIVILEGES ON " + database + ".* TO " + app},
+		// With the grant option, as an owner in PostgreSQL, so that it
+		// can grant a user of spec.users (access Connect) its tables.
+		{"granting the application database", "GRANT ALL PRIVILEGES ON " + database + ".* TO " + app + " WITH GRANT OPTION"},
 	}
 }
 

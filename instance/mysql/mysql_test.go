@@ -45,7 +45,7 @@ func TestUserStatements(t *testing.T) {
 	maria := join(UserStatements(MariaDB, creds, false))
 	for _, want := range []string{
 		"CREATE USER IF NOT EXISTS 'shop`app'@'%' IDENTIFIED BY PASSWORD '" + nativePasswordHash("p'w") + "'",
-		"GRANT ALL PRIVILEGES ON `shop``app`.* TO 'shop`app'@'%'",
+		"GRANT ALL PRIVILEGES ON `shop``app`.* TO 'shop`app'@'%' WITH GRANT OPTION",
 		"ALTER USER 'root'@'localhost' IDENTIFIED VIA unix_socket OR mysql_native_password USING '" + nativePasswordHash(`s\x`) + "'",
 	} {
 		if !strings.Contains(maria, want) {

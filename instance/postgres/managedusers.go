@@ -95,7 +95,8 @@ func keepsManagedUser(application, name string) bool {
 // attribute beyond, and connects to the application database alone (the
 // only one its owner may create; PUBLIC may connect to none). ReadOnly:
 // a member of pg_read_all_data, its sessions read-only by default.
-// ReadWrite: of pg_write_all_data too. Neither may create anything in a
+// ReadWrite: of pg_write_all_data too. Connect: of neither, with only
+// what the application user grants it. None may create anything in a
 // schema it does not own (PostgreSQL 15 gives PUBLIC no CREATE on the
 // public schema). A locked user may no longer log in; what it owns and
 // its grants stay.
@@ -136,15 +137,22 @@ func ManagedUserStatements(application string, users []layout.ManagedUser, verif
 		} else {
 			add(Statement{"creating the user " + u.Name, "CREATE ROLE " + role + " WITH " + attributes})
 		}
-		add(
-			Statement{"letting " + u.Name + " connect to the application database", "GRANT CONNECT ON DATABASE " + database + " TO " + role},
-			Statement{"letting " + u.Name + " read", "GRANT pg_read_all_data TO " + role})
-		if u.Access == layout.AccessReadWrite {
+		add(Statement{"letting " + u.Name + " connect to the application database", "GRANT CONNECT ON DATABASE " + database + " TO " + role})
+		switch u.Access {
+		case layout.AccessReadWrite:
 			add(
+				Statement{"letting " + u.Name + " read", "GRANT pg_read_all_data TO " + role},
 				Statement{"letting " + u.Name + " write", "GRANT pg_write_all_data TO " + role},
 				Statement{"making " + u.Name + "'s sessions writable", "ALTER ROLE " + role + " RESET default_transaction_read_only"})
-		} else {
+		case layout.AccessConnect:
+			// What the application user granted on its tables stays.
 			add(
+				Statement{"keeping " + u.Name + " from reading every table", "REVOKE pg_read_all_data FROM " + role},
+				Statement{"keeping " + u.Name + " from writing every table", "REVOKE pg_write_all_data FROM " + role},
+				Statement{"making " + u.Name + "'s sessions writable where granted", "ALTER ROLE " + role + " RESET default_transaction_read_only"})
+		default:
+			add(
+				Statement{"letting " + u.Name + " read", "GRANT pg_read_all_data TO " + role},
 				Statement{"keeping " + u.Name + " from writing", "REVOKE pg_write_all_data FROM " + role},
 				Statement{"making " + u.Name + "'s sessions read-only", "ALTER ROLE " + role + " SET default_transaction_read_only = on"})
 		}

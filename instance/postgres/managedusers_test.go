@@ -51,3 +51,20 @@ func TestManagedUserStatementsSetValidUntil(t *testing.T) {
 		}
 	}
 }
+
+func TestManagedUserStatementsOfEachAccess(t *testing.T) {
+	for access, want := range map[string][]string{
+		layout.AccessReadOnly:  {`GRANT pg_read_all_data TO "etl"`, `REVOKE pg_write_all_data FROM "etl"`, `ALTER ROLE "etl" SET default_transaction_read_only = on`},
+		layout.AccessReadWrite: {`GRANT pg_read_all_data TO "etl"`, `GRANT pg_write_all_data TO "etl"`, `ALTER ROLE "etl" RESET default_transaction_read_only`},
+		layout.AccessConnect:   {`REVOKE pg_read_all_data FROM "etl"`, `REVOKE pg_write_all_data FROM "etl"`, `ALTER ROLE "etl" RESET default_transaction_read_only`},
+	} {
+		stmts := ManagedUserStatements("shop", []layout.ManagedUser{{Name: "etl", Access: access, Password: "p"}}, map[string]string{"etl": "v"}, map[string]bool{"etl": true})
+		var grants []string
+		for _, s := range stmts[2:] {
+			grants = append(grants, s.SQL)
+		}
+		if stmts[1].SQL != `GRANT CONNECT ON DATABASE "shop" TO "etl"` || strings.Join(grants, "; ") != strings.Join(want, "; ") {
+			t.Errorf("%s: %q then %q, want CONNECT then %q", access, stmts[1].SQL, grants, want)
+		}
+	}
+}

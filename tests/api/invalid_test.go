@@ -205,7 +205,7 @@ func TestValidChangesAreAccepted(t *testing.T) {
 	}, "spec", "podMetadata")).To(Succeed())
 	g.Expect(k8sClient.Update(ctx, obj)).To(Succeed(), "pod labels and annotations of the user's")
 	g.Expect(unstructured.SetNestedSlice(obj.Object, []any{
-		map[string]any{"name": "report"}, map[string]any{"name": "etl_loader", "access": "ReadWrite", "connectionLimit": int64(10), "validUntil": "2027-01-31T19:00:00+01:00"}, map[string]any{"name": "x9"},
+		map[string]any{"name": "report"}, map[string]any{"name": "etl_loader", "access": "ReadWrite", "connectionLimit": int64(10), "validUntil": "2027-01-31T19:00:00+01:00"}, map[string]any{"name": "x9", "access": "Connect"},
 	}, "spec", "users")).To(Succeed())
 	g.Expect(k8sClient.Update(ctx, obj)).To(Succeed(), "users as an owner writes them")
 	users, _, _ := unstructured.NestedSlice(obj.Object, "spec", "users")

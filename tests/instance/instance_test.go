@@ -435,6 +435,13 @@ func TestMariaDBInstance(t *testing.T) {
 	if _, err := app.ExecContext(ctx, "CREATE USER 'intruder'@'%' IDENTIFIED BY 'x'"); err == nil {
 		t.Error("the application user created a user")
 	}
+	// Its grant option grants its database's privileges to a user that
+	// exists, nothing more.
+	for _, stmt := range []string{"GRANT SELECT ON shop.* TO 'ghost'@'%' IDENTIFIED BY 'x'", "GRANT SELECT ON mysql.* TO 'shop'@'%'", "GRANT SELECT ON *.* TO 'shop'@'%'"} {
+		if _, err := app.ExecContext(ctx, stmt); err == nil {
+			t.Errorf("the application user: %s succeeded", stmt)
+		}
+	}
 	if _, err := app.ExecContext(ctx, "SELECT count(*) FROM mysql.user"); err == nil {
 		t.Error("the application user reads the system database")
 	}

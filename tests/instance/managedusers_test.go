@@ -45,10 +45,11 @@ func TestPostgresManagedUsers(t *testing.T) {
 	setup := postgresSetup(t, pg)
 	creds, port := setup.creds, setup.port
 	usersFile := filepath.Join(setup.dir, "users")
+	viewer := layout.ManagedUser{Name: "viewer", Access: layout.AccessConnect, Password: "viewer-pass-1"}
 	managedUsersFile(t, pg, usersFile,
 		layout.ManagedUser{Name: "report", Access: layout.AccessReadOnly, Password: "report-pass-1"},
 		layout.ManagedUser{Name: "etl", Access: layout.AccessReadWrite, Password: "etl-pass-1"},
-		layout.ManagedUser{Name: "shop", Access: layout.AccessReadOnly, Password: "not-the-app-password"})
+		layout.ManagedUser{Name: "shop", Access: layout.AccessReadOnly, Password: "not-the-app-password"}, viewer)
 	p := start(t, pg, setup.path, append(setup.args, "--users-file="+usersFile)...)
 
 	app, err := pgConnect(ctx, port, "shop", "app-pass-1", "shop")
@@ -107,6 +108,31 @@ func TestPostgresManagedUsers(t *testing.T) {
 	eventually(t, 10*time.Second, "the status reports the users kept", func() error {
 		return reportsUser(p, "report", layout.ManagedUserDigest("", kept), "")
 	})
+
+	// The Connect user reads nothing until the application user grants it
+	// a table, then that table alone, and writes nothing there.
+	if err := reportsUser(p, "viewer", layout.ManagedUserDigest("", viewer), ""); err != nil {
+		t.Errorf("the Connect user: %v", err)
+	}
+	viewerConn, err := pgConnect(ctx, port, "viewer", "viewer-pass-1", "shop")
+	if err != nil {
+		t.Fatalf("the Connect user cannot log in: %v", err)
+	}
+	defer viewerConn.Close(ctx)
+	if _, err := viewerConn.Exec(ctx, "SELECT count(*) FROM orders"); err == nil {
+		t.Error("the Connect user reads a table it was not granted")
+	}
+	if _, err := app.Exec(ctx, "CREATE TABLE ledger (id int); GRANT SELECT ON orders TO viewer"); err != nil {
+		t.Fatalf("the application user cannot grant its table: %v", err)
+	}
+	if err := viewerConn.QueryRow(ctx, "SELECT count(*) FROM orders").Scan(&rows); err != nil || rows != 2 {
+		t.Errorf("the Connect user granted orders reads %d rows (%v), want 2", rows, err)
+	}
+	for _, stmt := range []string{"INSERT INTO orders VALUES (7)", "SELECT count(*) FROM ledger"} {
+		if _, err := viewerConn.Exec(ctx, stmt); err == nil {
+			t.Errorf("the Connect user granted SELECT on orders: %s succeeded", stmt)
+		}
+	}
 
 	// A statement the engine refuses: report made a member of what it is
 	// granted (PostgreSQL refuses the circle), then given a new password.
@@ -237,10 +263,11 @@ func TestMariaDBManagedUsers(t *testing.T) {
 	setup := mariadbSetup(t, my)
 	creds, port := setup.creds, setup.port
 	usersFile := filepath.Join(setup.dir, "users")
+	viewer := layout.ManagedUser{Name: "viewer", Access: layout.AccessConnect, Password: "viewer-pass-1"}
 	managedUsersFile(t, my, usersFile,
 		layout.ManagedUser{Name: "report", Access: layout.AccessReadOnly, Password: "report-pass-1"},
 		layout.ManagedUser{Name: "etl", Access: layout.AccessReadWrite, Password: "etl-pass-1"},
-		layout.ManagedUser{Name: "shop", Access: layout.AccessReadOnly, Password: "not-the-app-password"})
+		layout.ManagedUser{Name: "shop", Access: layout.AccessReadOnly, Password: "not-the-app-password"}, viewer)
 	p := start(t, my, setup.path, append(setup.args, "--users-file="+usersFile)...)
 
 	app, err := mysqlConnect(ctx, port, "shop", "app-pass-1", "shop")
@@ -301,6 +328,40 @@ func TestMariaDBManagedUsers(t *testing.T) {
 	}
 	if _, err := etl.ExecContext(ctx, "CREATE USER 'intruder'@'%' IDENTIFIED BY 'x'"); err == nil {
 		t.Error("the ReadWrite user created a user")
+	}
+
+	// The Connect user reaches nothing until the application user grants
+	// it a table (which takes the grant option), then that table alone,
+	// and writes nothing there.
+	if err := reportsUser(p, "viewer", layout.ManagedUserDigest("", viewer), ""); err != nil {
+		t.Errorf("the Connect user: %v", err)
+	}
+	if db, err := mysqlConnect(ctx, port, "viewer", "viewer-pass-1", ""); err != nil {
+		t.Errorf("the Connect user cannot log in: %v", err)
+	} else {
+		db.Close()
+	}
+	if db, err := mysqlConnect(ctx, port, "viewer", "viewer-pass-1", "shop"); err == nil {
+		db.Close()
+		t.Error("the Connect user reaches the application database with nothing granted")
+	}
+	for _, stmt := range []string{"CREATE TABLE ledger (id int)", "GRANT SELECT ON shop.orders TO 'viewer'@'%'"} {
+		if _, err := app.ExecContext(ctx, stmt); err != nil {
+			t.Fatalf("the application user: %s: %v", stmt, err)
+		}
+	}
+	viewerPool, err := mysqlConnect(ctx, port, "viewer", "viewer-pass-1", "shop")
+	if err != nil {
+		t.Fatalf("the Connect user granted orders cannot reach the application database: %v", err)
+	}
+	defer viewerPool.Close()
+	if err := viewerPool.QueryRowContext(ctx, "SELECT count(*) FROM orders").Scan(&rows); err != nil || rows != 2 {
+		t.Errorf("the Connect user granted orders reads %d rows (%v), want 2", rows, err)
+	}
+	for _, stmt := range []string{"INSERT INTO orders VALUES (7)", "SELECT count(*) FROM ledger"} {
+		if _, err := viewerPool.ExecContext(ctx, stmt); err == nil {
+			t.Errorf("the Connect user granted SELECT on orders: %s succeeded", stmt)
+		}
 	}
 
 	managedUsersFile(t, my, usersFile,
