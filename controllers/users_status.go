@@ -170,8 +170,8 @@ const expiryReportDelay = 3 * time.Second
 func untilNextExpiry(seen usersSeen, now time.Time) time.Duration {
 	var next time.Duration
 	for _, u := range seen.listed {
-		until, err := time.Parse(time.RFC3339, u.ValidUntil)
-		if u.Locked || err != nil || !now.Before(until) {
+		until, err := u.ExpiresAt()
+		if u.Locked || err != nil || until.IsZero() || !now.Before(until) {
 			continue
 		}
 		// A validUntil centuries ahead is beyond what a Duration holds.

@@ -46,14 +46,20 @@ type ManagedUser struct {
 	ValidUntil string `json:"validUntil,omitempty"`
 }
 
+// ExpiresAt is the instant ValidUntil names; the zero time without one.
+func (u ManagedUser) ExpiresAt() (time.Time, error) {
+	if u.ValidUntil == "" {
+		return time.Time{}, nil
+	}
+	return time.Parse(time.RFC3339, u.ValidUntil)
+}
+
 // InForce is how the user is kept at now: locked, without a password,
 // once its ValidUntil has come (or cannot be read), as the entry says
 // otherwise.
 func (u ManagedUser) InForce(now time.Time) ManagedUser {
-	if u.ValidUntil == "" || u.Locked {
-		return u
-	}
-	if until, err := time.Parse(time.RFC3339, u.ValidUntil); err == nil && now.Before(until) {
+	until, err := u.ExpiresAt()
+	if u.Locked || (err == nil && (until.IsZero() || now.Before(until))) {
 		return u
 	}
 	return ManagedUser{Name: u.Name, Locked: true}
@@ -89,6 +95,7 @@ func ParseManagedUsers(data []byte) ([]ManagedUser, error) {
 	}
 	seen := map[string]bool{}
 	for i, u := range users {
+		_, untilErr := u.ExpiresAt()
 		switch {
 		case u.Name == "":
 			return nil, fmt.Errorf("managed user %d has no name", i)
@@ -100,17 +107,12 @@ func ParseManagedUsers(data []byte) ([]ManagedUser, error) {
 			return nil, fmt.Errorf("managed user %q has no password", u.Name)
 		case u.ConnectionLimit < 0:
 			return nil, fmt.Errorf("managed user %q has a negative connection limit %d", u.Name, u.ConnectionLimit)
-		case u.ValidUntil != "" && !isInstant(u.ValidUntil):
+		case untilErr != nil:
 			return nil, fmt.Errorf("managed user %q has a validUntil that is no RFC 3339 instant: %q", u.Name, u.ValidUntil)
 		}
 		seen[u.Name] = true
 	}
 	return users, nil
-}
-
-func isInstant(text string) bool {
-	_, err := time.Parse(time.RFC3339, text)
-	return err == nil
 }
 
 // LockedFirst is users with the locked ones first, each part in its

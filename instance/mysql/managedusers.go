@@ -36,7 +36,7 @@ func (e *Engine) EnsureManagedUsers(ctx context.Context, application string, use
 		// failure keeps no other user as it was.
 		for _, stmt := range ManagedUserStatements(e.Flavor, application, users) {
 			_, err := db.ExecContext(ctx, stmt.SQL)
-			if err != nil && strings.HasPrefix(stmt.What, revokeWhat) && isNoSuchGrant(err) {
+			if err != nil && strings.HasPrefix(stmt.SQL, "REVOKE ") && isNoSuchGrant(err) {
 				// The user holds nothing on the database: nothing to take.
 				err = nil
 			}
@@ -154,9 +154,9 @@ func ManagedUserStatements(flavor Flavor, application string, users []layout.Man
 	return stmts
 }
 
-// revokeWhat begins what a statement that takes privileges does: the
-// server refuses to take them from a user that holds none on the
-// database, which is no failure.
+// revokeWhat begins what a statement that takes privileges (a REVOKE)
+// does. The server refuses to take them from a user that holds none on
+// the database, which is no failure.
 const revokeWhat = "keeping "
 
 // errNoSuchGrant is the server's answer to a REVOKE of privileges on a

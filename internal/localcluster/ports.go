@@ -6,7 +6,6 @@ import (
 	"net"
 	"os"
 	"strconv"
-	"strings"
 )
 
 // FreePort returns a TCP port on 127.0.0.1 that is free now.
@@ -36,8 +35,8 @@ const (
 )
 
 // freePorts reserves n distinct free TCP ports on 127.0.0.1, picked at
-// random below the ephemeral range (portsBelowEphemeral); each is free
-// when returned.
+// random below the ephemeral range (ephemeralStart); each is free when
+// returned.
 func freePorts(n int) ([]int, error) {
 	listeners := make([]net.Listener, 0, n)
 	defer func() {
@@ -67,15 +66,11 @@ func freePorts(n int) ([]int, error) {
 // ephemeralStart is the first port of the kernel's ephemeral range.
 func ephemeralStart() int {
 	data, err := os.ReadFile(ephemeralRangeFile)
+	var start int
 	if err != nil {
 		return defaultEphemeralStart
 	}
-	fields := strings.Fields(string(data))
-	if len(fields) != 2 {
-		return defaultEphemeralStart
-	}
-	start, err := strconv.Atoi(fields[0])
-	if err != nil {
+	if _, err := fmt.Sscan(string(data), &start); err != nil {
 		return defaultEphemeralStart
 	}
 	return start
